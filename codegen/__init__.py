@@ -1,0 +1,1 @@
+"""Code generation: IR -> C (and CUDA) source through Jinja templates."""

@@ -1,0 +1,406 @@
+"""The C emitter: a typed, optimized IR graph becomes one C translation unit.
+
+It decides where every tensor lives (graph input, inline constant, weights file,
+static arena, heap), asks each node's op for its kernel, renders kernels from
+templates and assembles the entry point as a list of plain steps that the
+``model.c.j2`` template spells out.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import onnx.defs
+
+from ..compiler import dtypes as dt
+from ..compiler.dims import DimDef, is_static, num_elements
+from ..compiler.errors import OnnxcError, UnsupportedError
+from ..compiler.ir import Graph, Node, Value
+from . import cexpr, memory
+from .kernel import Kernel, KernelContext, TensorRef
+from .names import Mangler, c_string, comment
+from .templates import render
+
+INLINE_CONST_BYTES = 256      # larger constants go to the weights file
+WEIGHT_ALIGN = 64
+_DIM_TOKEN = re.compile(r"\bdim_[A-Za-z0-9_]+")
+RESERVED = frozenset({"ctx", "rc", "inputs", "outputs", "in_shapes", "out_shapes", "weights"})
+
+
+@dataclass
+class EmitOptions:
+    prefix: str = "model"
+    command: str = "onnxc"
+    version: str = ""
+
+
+@dataclass
+class CModel:
+    """Everything the backend produced for one model."""
+    source: str
+    header: str
+    weights: bytes
+    prefix: str
+    arena_bytes: int
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    functions: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Loc:
+    """Where a value's bytes live and how the entry function names them."""
+    var: str
+    kind: str                    # "input" | "inline" | "weight" | "arena" | "heap" | "output"
+    offset: int = 0
+    output_index: int = -1
+    ctype: str = ""
+
+
+class CEmitter:
+    template_dir = "c"
+
+    def __init__(self, graph: Graph, options: EmitOptions) -> None:
+        self.g = graph
+        self.opt = options
+        self.mangle = Mangler(RESERVED)
+        self.locs: dict[int, _Loc] = {}
+        self.consts: list[dict[str, Any]] = []
+        self.weights = bytearray()
+        self.functions: list[dict[str, Any]] = []
+        self.steps: list[dict[str, Any]] = []
+        self._dims_ready: set[str] = set()
+        self._dim_msgs: dict[str, str] = {}
+
+    # --- names ----------------------------------------------------------
+    def dim_var(self, sym: str) -> str:
+        return self.mangle(sym, "dim_")
+
+    def dim(self, d) -> cexpr.CExpr:
+        return d if isinstance(d, int) else self.dim_var(d)
+
+    # --- entry ----------------------------------------------------------
+    def emit(self) -> CModel:
+        g = self.g
+        self._bind_inputs()
+        last_use = self._last_uses()
+        outputs_of = self._output_slots()
+        static_buffers: list[memory.Buffer] = []
+        for step_index, node in enumerate(g.nodes):
+            for out in node.outputs:
+                if out.const is not None:
+                    self._place_const(out)
+                elif id(out) in outputs_of:
+                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "output",
+                                              output_index=outputs_of[id(out)][0])
+                elif out.static:
+                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "arena")
+                    static_buffers.append(memory.Buffer(id(out), self._nbytes_static(out), step_index,
+                                                        last_use.get(id(out), step_index)))
+                else:
+                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap")
+        offsets, arena = memory.plan(static_buffers)
+        for key, off in offsets.items():
+            self.locs[key].offset = off
+
+        for v in self._const_inputs():
+            self._place_const(v)
+        weight_refs = [{"var": loc.var, "ctype": loc.ctype, "offset": loc.offset}
+                       for loc in self.locs.values() if loc.kind == "weight"]
+
+        for step_index, node in enumerate(g.nodes):
+            if all(o.const is not None for o in node.outputs):
+                continue
+            self._emit_node(step_index, node)
+            for v in node.inputs:
+                if v is not None and last_use.get(id(v)) == step_index and self.locs[id(v)].kind == "heap":
+                    self.steps.append({"kind": "free", "var": self.locs[id(v)].var})
+        for i, v in enumerate(g.outputs):
+            self._emit_output(i, v)
+
+        heap_vars = [loc.var for loc in self.locs.values() if loc.kind == "heap"]
+        data = {
+            "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
+                       "graph": comment(g.name)},
+            "prefix": self.opt.prefix,
+            "consts": self.consts,
+            "weight_refs": weight_refs,
+            "functions": self.functions,
+            "steps": self.steps,
+            "heap_vars": heap_vars,
+            "output_vars": [self._output_var(i) for i in range(len(g.outputs))],
+            "arena_bytes": arena,
+            "num_inputs": len(g.inputs),
+            "num_outputs": len(g.outputs),
+        }
+        source = render(f"{self.template_dir}/model.c.j2", data)
+        header = render(f"{self.template_dir}/model.h.j2", {"prefix": self.opt.prefix,
+                                                           "banner": data["banner"]})
+        return CModel(source, header, bytes(self.weights), self.opt.prefix, arena,
+                      [self._io_info(v, v.name) for v in g.inputs],
+                      [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)],
+                      len(self.functions))
+
+    def _io_info(self, v: Value, name: str) -> dict[str, Any]:
+        """Dims as users see them: ints, the model's symbol names, None for derived dims."""
+        shape = [d if isinstance(d, int) or self.g.dims.defs[d].kind == "input" else None for d in v.shape]
+        return {"name": name, "dtype": v.dtype.name, "shape": shape}
+
+    # --- inputs and dims --------------------------------------------------
+    def _bind_inputs(self) -> None:
+        pos = 0
+        for i, v in enumerate(self.g.inputs):
+            var = self.mangle(v.name, "in_")
+            self.locs[id(v)] = _Loc(var, "input")
+            self.steps.append({"kind": "input", "var": var, "ctype": v.dtype.c_type, "index": i})
+            for axis, d in enumerate(v.shape):
+                where = c_string(f"input '{v.name}' axis {axis}")
+                if isinstance(d, int):
+                    self.steps.append({"kind": "check_dim", "pos": pos, "value": cexpr.lit(d), "where": where})
+                elif d in self._dims_ready:
+                    self.steps.append({"kind": "check_dim", "pos": pos, "value": self.dim_var(d), "where": where})
+                else:
+                    self.steps.append({"kind": "bind_dim", "pos": pos, "var": self.dim_var(d), "where": where})
+                    self._dims_ready.add(d)
+                pos += 1
+
+    def _require_dims(self, shape) -> None:
+        for d in shape:
+            if isinstance(d, str):
+                self._require_dim(d)
+
+    def _require_dim(self, sym: str) -> None:
+        if sym in self._dims_ready:
+            return
+        d: DimDef = self.g.dims.defs[sym]
+        if d.kind != "expr":
+            raise OnnxcError(f"internal: symbol {sym!r} ({d.kind}) used before it is computed")
+        for arg in d.args:
+            if isinstance(arg, str):
+                self._require_dim(arg)
+        a, b = (cexpr.lit(self.dim(x)) for x in d.args)
+        self.steps.append({"kind": "dim", "var": self.dim_var(sym), "op": d.op, "a": a, "b": b,
+                           "what": c_string(f"dim {sym}")})
+        self._dims_ready.add(sym)
+
+    # --- constants ------------------------------------------------------------
+    def _const_inputs(self) -> list[Value]:
+        seen, out = set(), []
+        for v in [x for n in self.g.nodes for x in n.inputs if x is not None] + list(self.g.outputs):
+            if v.const is not None and id(v) not in self.locs and id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        return out
+
+    def _place_const(self, v: Value) -> None:
+        if id(v) in self.locs:
+            return
+        array = np.ascontiguousarray(v.const)
+        raw = array.tobytes()
+        if len(raw) > INLINE_CONST_BYTES:
+            pad = (-len(self.weights)) % WEIGHT_ALIGN
+            self.weights.extend(b"\0" * pad)
+            offset = len(self.weights)
+            self.weights.extend(raw)
+            self.locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset, ctype=v.dtype.c_type)
+        else:
+            var = self.mangle(v.name, "c_")
+            self.locs[id(v)] = _Loc(var, "inline")
+            self.consts.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
+                                "literals": _c_literals(array, v.dtype) or ["0"],
+                                "comment": comment(f"{v.name}: {v.type_str()}")})
+
+    # --- nodes ----------------------------------------------------------------
+    def _tensor_ref(self, name: str, v: Value) -> TensorRef:
+        return TensorRef(name, v.dtype, tuple(v.shape), [self.dim(d) for d in v.shape], v.const)
+
+    def _emit_node(self, index: int, node: Node) -> None:
+        params = Mangler(RESERVED)
+        in_names, out_names = _spec_names(node)
+        inputs = [None if v is None else self._tensor_ref(params(in_names[i], ""), v)
+                  for i, v in enumerate(node.inputs)]
+        outputs = [self._tensor_ref(params(out_names[i], ""), v) for i, v in enumerate(node.outputs)]
+        data_syms = [s for s in _output_syms(node) if self.g.dims.defs[s].kind == "data"
+                     and s not in self._dims_ready]
+        data_params = [f"out_{self.dim_var(s)}" for s in data_syms]
+        k = KernelContext(node, inputs, outputs, self.dim, data_params)
+        try:
+            kernel: Kernel = node.impl.lower(node, k)
+        except OnnxcError:
+            raise
+        except NotImplementedError as e:
+            raise UnsupportedError(f"{node.label}: {e}") from e
+        fname = self.mangle(node.name or node.op_type, f"node{index}_{node.op_type}_")
+        label = comment(f"{node.domain + '::' if node.domain else ''}{node.op_type} '{node.name}'")
+        types = comment(", ".join(v.type_str() if v is not None else "_" for v in node.inputs)
+                        + " -> " + ", ".join(v.type_str() for v in node.outputs))
+
+        for v in node.inputs:
+            if v is not None:
+                self._require_dims(v.shape)
+        tensor_args = [(t, v) for t, v in zip(inputs, node.inputs) if t is not None]
+
+        if data_syms:
+            if kernel.shape_template is None:
+                raise OnnxcError(f"internal: {node.label} has data-dependent dims but no shape template")
+            body = render(kernel.shape_template, _common(k) | kernel.shape_data)
+            dims = _used_dims(body)
+            fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
+                + [f"const {t.ctype} *restrict {t.name}" for t, _ in tensor_args] \
+                + [f"int64_t *restrict {p}" for p in data_params]
+            self.functions.append({"name": fname + "_shape", "comment": label + " (output shape)",
+                                   "types": types, "params": fparams, "body": body})
+            for s in data_syms:
+                self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
+            args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in tensor_args] \
+                + ["&" + self.dim_var(s) for s in data_syms]
+            self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label})
+            self._dims_ready.update(data_syms)
+
+        for v in node.outputs:
+            self._require_dims(v.shape)
+            loc = self.locs[id(v)]
+            if loc.kind in ("heap", "output"):
+                self.steps.append({"kind": "alloc", "var": loc.var, "ctype": v.dtype.c_type,
+                                   "bytes": self._nbytes_expr(v), "heap": loc.kind == "heap",
+                                   "output": loc.output_index})
+            elif loc.kind == "arena":
+                self.steps.append({"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type,
+                                   "offset": loc.offset})
+
+        scratch = [(params(name, "scratch_"), size) for name, size in kernel.scratch.items()]
+        body = render(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]})
+        dims = _used_dims(body)
+        fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
+            + [f"const {t.ctype} *restrict {t.name}" for t, _ in tensor_args] \
+            + [f"{t.ctype} *restrict {t.name}" for t in outputs] \
+            + [f"void *restrict {s}" for s, _ in scratch]
+        self.functions.append({"name": fname, "comment": label, "types": types, "params": fparams, "body": body})
+        scratch_vars = []
+        for s, size in scratch:
+            var = f"{fname}_{s}"
+            scratch_vars.append(var)
+            self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
+                               "heap": True, "output": -1, "declare": True})
+        args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in tensor_args] \
+            + [self.locs[id(v)].var for v in node.outputs] + scratch_vars
+        self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label})
+        for var in scratch_vars:
+            self.steps.append({"kind": "free", "var": var})
+
+    # --- outputs --------------------------------------------------------------
+    def _output_slots(self) -> dict[int, list[int]]:
+        """Values computed by a node straight into an output buffer (first slot wins)."""
+        slots: dict[int, list[int]] = {}
+        inputs = {id(v) for v in self.g.inputs}
+        for i, v in enumerate(self.g.outputs):
+            if v.const is None and id(v) not in inputs:
+                slots.setdefault(id(v), []).append(i)
+        return slots
+
+    def _output_var(self, i: int) -> str:
+        return f"out{i}"
+
+    def _emit_output(self, i: int, v: Value) -> None:
+        self._require_dims(v.shape)
+        loc = self.locs[id(v)]
+        shape_pos = sum(len(o.shape) for o in self.g.outputs[:i])
+        dims = [cexpr.lit(self.dim(d)) for d in v.shape]
+        if not (loc.kind == "output" and loc.output_index == i):
+            self.steps.append({"kind": "copy_output", "index": i, "src": loc.var,
+                               "bytes": self._nbytes_expr(v), "var": self._output_var(i)})
+        else:
+            self.steps.append({"kind": "bind_output", "index": i, "var": loc.var, "out": self._output_var(i)})
+        self.steps.append({"kind": "output_shape", "pos": shape_pos, "dims": dims})
+
+    # --- sizes ---------------------------------------------------------------------
+    def _nbytes_static(self, v: Value) -> int:
+        return num_elements(v.shape) * v.dtype.itemsize
+
+    def _nbytes_expr(self, v: Value) -> str:
+        return cexpr.lit(cexpr.mul(v.dtype.itemsize, *[self.dim(d) for d in v.shape]))
+
+    def _last_uses(self) -> dict[int, int]:
+        last: dict[int, int] = {}
+        for i, node in enumerate(self.g.nodes):
+            for v in node.inputs:
+                if v is not None:
+                    last[id(v)] = i
+        for v in self.g.outputs:
+            last[id(v)] = len(self.g.nodes)
+        return last
+
+
+def _common(k: KernelContext) -> dict[str, Any]:
+    return {"inputs": [t.data() if t is not None else None for t in k.inputs],
+            "outputs": [t.data() for t in k.outputs],
+            "data_dims": k.data_dims}
+
+
+def _used_dims(body: str) -> list[str]:
+    return sorted(set(_DIM_TOKEN.findall(body)))
+
+
+def _output_syms(node: Node) -> list[str]:
+    seen: list[str] = []
+    for v in node.outputs:
+        for d in v.shape:
+            if isinstance(d, str) and d not in seen:
+                seen.append(d)
+    return seen
+
+
+def _spec_names(node: Node) -> tuple[list[str], list[str]]:
+    """Parameter names from the op's schema (X, W, B, Y ...); variadic ones get an index."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
+        formal_in = [p.name for p in schema.inputs]
+        formal_out = [p.name for p in schema.outputs]
+    except onnx.defs.SchemaError:
+        formal_in, formal_out = [], []
+
+    def names(formal: list[str], count: int, fallback: str) -> list[str]:
+        out = []
+        for i in range(count):
+            if i < len(formal) and not (i == len(formal) - 1 and count > len(formal)):
+                out.append(formal[i])
+            elif formal:
+                out.append(f"{formal[-1]}_{i - len(formal) + 1}")
+            else:
+                out.append(f"{fallback}{i}")
+        if formal and count > len(formal):
+            out[len(formal) - 1] = f"{formal[-1]}_0"
+        return out
+    return names(formal_in, len(node.inputs), "input"), names(formal_out, len(node.outputs), "output")
+
+
+def _c_literals(array: np.ndarray, dtype: dt.DType) -> list[str]:
+    flat = array.reshape(-1)
+    if dtype in (dt.FLOAT, dt.FLOAT16):
+        return [_float_lit(float(x), "f") for x in flat]
+    if dtype is dt.DOUBLE:
+        return [_float_lit(float(x), "") for x in flat]
+    if dtype is dt.BFLOAT16:
+        return [str(int(x)) for x in flat.view(np.uint16)]
+    if dtype is dt.BOOL:
+        return ["1" if x else "0" for x in flat]
+    if dtype is dt.INT64:
+        return [f"INT64_C({int(x)})" if int(x) != -2**63 else "INT64_MIN" for x in flat]
+    if dtype is dt.UINT64:
+        return [f"UINT64_C({int(x)})" for x in flat]
+    if dtype is dt.INT32:
+        return [str(int(x)) if int(x) != -2**31 else "INT32_MIN" for x in flat]
+    if dtype is dt.UINT32:
+        return [f"{int(x)}u" for x in flat]
+    return [str(int(x)) for x in flat]
+
+
+def _float_lit(x: float, suffix: str) -> str:
+    if x != x:
+        return "NAN"
+    if x in (float("inf"), float("-inf")):
+        return "INFINITY" if x > 0 else "-INFINITY"
+    return x.hex() + suffix

@@ -1,0 +1,108 @@
+"""What an op's lowering sees (:class:`KernelContext`) and returns (:class:`Kernel`).
+
+A lowering turns one IR node into a kernel family template plus the plain data
+that template needs; C expressions for dims come from here so that symbolic
+dims are rendered the same way everywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..compiler import dtypes as dt
+from ..compiler.errors import UnsupportedError
+from ..compiler.ir import Node, Value
+from . import cexpr
+from .cexpr import CExpr
+
+
+@dataclass
+class TensorRef:
+    """A node's input or output as the kernel sees it: a C name, types and dims."""
+    name: str                  # C parameter name inside the node function (spec name)
+    dtype: dt.DType
+    shape: tuple               # IR dims
+    dims: list[CExpr]          # C expressions (ints stay ints)
+    value: Optional[np.ndarray] = None  # known constant value, if any
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def ctype(self) -> str:
+        return self.dtype.c_type
+
+    @property
+    def compute(self) -> str:
+        return self.dtype.compute
+
+    @property
+    def numel(self) -> CExpr:
+        return cexpr.prod(self.dims)
+
+    @property
+    def strides(self) -> list[CExpr]:
+        return cexpr.strides(self.dims)
+
+    def load(self, index: str) -> str:
+        """C expression: element ``index`` converted to the compute type."""
+        return self.dtype.load.format(f"{self.name}[{index}]")
+
+    def store(self, expr: str) -> str:
+        """C expression: compute-type ``expr`` converted to the storage type."""
+        return self.dtype.store.format(expr)
+
+    def data(self) -> dict[str, Any]:
+        """Plain template data."""
+        return {"name": self.name, "ctype": self.ctype, "compute": self.compute, "rank": self.rank,
+                "dims": [cexpr.lit(d) for d in self.dims], "numel": cexpr.lit(self.numel),
+                "strides": [cexpr.lit(s) for s in self.strides]}
+
+
+@dataclass
+class Kernel:
+    """A lowered node: template name (under templates/) and its data."""
+    template: str
+    data: dict[str, Any] = field(default_factory=dict)
+    # For ops whose output dims depend on input values: a template computing them.
+    shape_template: Optional[str] = None
+    shape_data: dict[str, Any] = field(default_factory=dict)
+    # Extra scratch buffers: name -> byte-size C expression.
+    scratch: dict[str, CExpr] = field(default_factory=dict)
+
+
+class KernelContext:
+    def __init__(self, node: Node, inputs: list[Optional[TensorRef]], outputs: list[TensorRef],
+                 dim: Callable[[Any], CExpr], data_dims: list[str]) -> None:
+        self.node = node
+        self.attrs = node.attrs
+        self.inputs = inputs
+        self.outputs = outputs
+        self._dim = dim
+        # C names of the pointer parameters through which a shape template sets data dims.
+        self.data_dims = data_dims
+
+    def dim(self, d) -> CExpr:
+        return self._dim(d)
+
+    def input(self, i: int) -> TensorRef:
+        t = self.inputs[i] if i < len(self.inputs) else None
+        if t is None:
+            raise UnsupportedError(f"{self.node.label}: input {i} is required")
+        return t
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    @property
+    def out(self) -> TensorRef:
+        return self.outputs[0]
+
+    def unsupported(self, what: str) -> UnsupportedError:
+        return UnsupportedError(f"{self.node.label}: {what}")
+
+    def kernel(self, template: str, **data: Any) -> Kernel:
+        return Kernel(template, data)

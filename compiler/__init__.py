@@ -1,0 +1,1 @@
+"""Compiler: frontend (ONNX -> IR), the typed IR, op definitions and passes."""

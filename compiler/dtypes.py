@@ -1,0 +1,104 @@
+"""Element types: one table that maps ONNX, numpy and C views of each type.
+
+Storage type is what a tensor element occupies in memory; compute type is
+what kernels do arithmetic in (float16/bfloat16 compute in float).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from onnx import TensorProto
+
+from .errors import UnsupportedError
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str              # ONNX type-string spelling: "float", "int64", ...
+    onnx: int              # TensorProto.DataType value
+    np: np.dtype
+    c_type: str            # storage type in generated C
+    compute: str           # arithmetic type in generated C
+    load: str = "{}"       # storage -> compute conversion, "{}" is the operand
+    store: str = "{}"      # compute -> storage conversion
+    kind: str = "float"    # "float", "int", "uint", "bool", "string"
+
+    @property
+    def itemsize(self) -> int:
+        return self.np.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in ("int", "float")
+
+    @property
+    def type_string(self) -> str:
+        """The onnxruntime NodeArg.type spelling, e.g. ``tensor(float)``."""
+        return f"tensor({self.name})"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _d(name, onnx, npd, c_type, compute=None, load="{}", store="{}", kind="float") -> DType:
+    return DType(name, onnx, np.dtype(npd), c_type, compute or c_type, load, store, kind)
+
+
+FLOAT = _d("float", TensorProto.FLOAT, np.float32, "float")
+DOUBLE = _d("double", TensorProto.DOUBLE, np.float64, "double")
+FLOAT16 = _d("float16", TensorProto.FLOAT16, np.float16, "_Float16", "float",
+             "((float){})", "((_Float16)({}))")
+BFLOAT16 = _d("bfloat16", TensorProto.BFLOAT16, ml_dtypes.bfloat16, "uint16_t", "float",
+              "onnxc_bf16_to_f32({})", "onnxc_f32_to_bf16({})")
+INT8 = _d("int8", TensorProto.INT8, np.int8, "int8_t", kind="int")
+INT16 = _d("int16", TensorProto.INT16, np.int16, "int16_t", kind="int")
+INT32 = _d("int32", TensorProto.INT32, np.int32, "int32_t", kind="int")
+INT64 = _d("int64", TensorProto.INT64, np.int64, "int64_t", kind="int")
+UINT8 = _d("uint8", TensorProto.UINT8, np.uint8, "uint8_t", kind="uint")
+UINT16 = _d("uint16", TensorProto.UINT16, np.uint16, "uint16_t", kind="uint")
+UINT32 = _d("uint32", TensorProto.UINT32, np.uint32, "uint32_t", kind="uint")
+UINT64 = _d("uint64", TensorProto.UINT64, np.uint64, "uint64_t", kind="uint")
+BOOL = _d("bool", TensorProto.BOOL, np.bool_, "uint8_t", kind="bool")
+
+ALL: tuple[DType, ...] = (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, INT16, INT32, INT64,
+                          UINT8, UINT16, UINT32, UINT64, BOOL)
+FLOATS = (FLOAT, DOUBLE, FLOAT16, BFLOAT16)
+SIGNED_INTS = (INT8, INT16, INT32, INT64)
+UNSIGNED_INTS = (UINT8, UINT16, UINT32, UINT64)
+INTS = SIGNED_INTS + UNSIGNED_INTS
+NUMERIC = FLOATS + INTS
+
+_BY_ONNX = {d.onnx: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL}
+
+
+def from_onnx(code: int) -> DType:
+    try:
+        return _BY_ONNX[code]
+    except KeyError:
+        name = TensorProto.DataType.Name(code) if code in TensorProto.DataType.values() else str(code)
+        raise UnsupportedError(f"element type {name} is not supported") from None
+
+
+def from_numpy(dtype: np.dtype) -> DType:
+    try:
+        return _BY_NP[np.dtype(dtype)]
+    except KeyError:
+        raise UnsupportedError(f"numpy dtype {dtype} is not supported") from None
+
+
+def by_name(name: str) -> DType:
+    for d in ALL:
+        if d.name == name:
+            return d
+    raise UnsupportedError(f"element type {name!r} is not supported")

@@ -1,0 +1,30 @@
+"""Exceptions raised by onnxc. Every user-facing failure is one of these."""
+from __future__ import annotations
+
+
+class OnnxcError(Exception):
+    """Base class of every error onnxc raises on purpose."""
+
+
+class ModelError(OnnxcError):
+    """The model is malformed or contradicts itself."""
+
+
+class UnsupportedError(OnnxcError):
+    """The model uses something onnxc cannot compile (an op, opset or type)."""
+
+
+class ShapeError(ModelError):
+    """Shapes or types do not fit an operator's rules."""
+
+
+class CompileError(OnnxcError):
+    """The C toolchain failed on generated code (a bug in onnxc)."""
+
+
+class InvalidArgument(OnnxcError, ValueError):
+    """A feed or option passed at run time is wrong (like onnxruntime's INVALID_ARGUMENT)."""
+
+
+class RuntimeFailure(OnnxcError, RuntimeError):
+    """The generated code reported an error while running (e.g. an index out of range)."""

@@ -1,0 +1,159 @@
+"""The typed IR: values, nodes and a graph in topological order.
+
+A :class:`Value` has a dtype and a shape (ints and symbol names); it may carry a
+constant numpy array (an initializer or a folded result). A :class:`Node` holds
+its op implementation, typed attributes, input values (``None`` for an omitted
+optional input) and output values. Passes edit the graph through the few
+methods of :class:`Graph`, which keep producer/consumer links consistent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+import numpy as np
+
+from . import dtypes as dt
+from .dims import DimTable, Shape, is_static
+
+if TYPE_CHECKING:
+    from .ops.registry import OpDef
+
+
+@dataclass(eq=False)
+class Value:
+    name: str
+    dtype: Optional[dt.DType] = None
+    shape: Optional[Shape] = None
+    const: Optional[np.ndarray] = None
+    producer: Optional["Node"] = field(default=None, repr=False)
+
+    @property
+    def rank(self) -> int:
+        assert self.shape is not None, f"value {self.name!r} has no shape yet"
+        return len(self.shape)
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None
+
+    @property
+    def static(self) -> bool:
+        return self.shape is not None and is_static(self.shape)
+
+    def type_str(self) -> str:
+        dims = ",".join(str(d) for d in self.shape) if self.shape is not None else "?"
+        return f"{self.dtype}[{dims}]"
+
+
+@dataclass(eq=False)
+class Node:
+    op_type: str
+    domain: str
+    name: str
+    inputs: list[Optional[Value]]
+    outputs: list[Value]
+    attrs: dict[str, Any]
+    opset: int                       # the model's opset for this node's domain
+    impl: "OpDef" = field(repr=False, default=None)
+    version: int = 0                 # since_version of the schema in effect
+
+    def input(self, i: int) -> Optional[Value]:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.op_type} node {self.name!r}" if self.name else f"{self.op_type} node"
+
+
+@dataclass
+class ModelMeta:
+    producer_name: str = ""
+    producer_version: str = ""
+    domain: str = ""
+    model_version: int = 0
+    doc_string: str = ""
+    graph_name: str = ""
+    graph_description: str = ""
+    custom_metadata_map: dict[str, str] = field(default_factory=dict)
+
+
+class Graph:
+    def __init__(self, name: str = "main") -> None:
+        self.name = name
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.output_names: list[str] = []   # the model's names; stable while passes swap values
+        self.nodes: list[Node] = []
+        self.dims = DimTable()
+        self.opsets: dict[str, int] = {}
+        self.meta = ModelMeta()
+        self._names: set[str] = set()
+
+    # --- construction -------------------------------------------------
+    def new_value(self, name: str, dtype: dt.DType | None = None, shape: Shape | None = None,
+                  const: np.ndarray | None = None) -> Value:
+        v = Value(self.unique_name(name), dtype, shape, const)
+        return v
+
+    def unique_name(self, base: str) -> str:
+        name, i = base, 1
+        while name in self._names:
+            i += 1
+            name = f"{base}__{i}"
+        self._names.add(name)
+        return name
+
+    def constant(self, name: str, array: np.ndarray) -> Value:
+        array = np.ascontiguousarray(array)
+        return self.new_value(name, dt.from_numpy(array.dtype), tuple(array.shape), array)
+
+    def add_node(self, node: Node) -> Node:
+        for out in node.outputs:
+            out.producer = node
+        self.nodes.append(node)
+        return node
+
+    # --- queries ------------------------------------------------------
+    def values(self) -> Iterator[Value]:
+        seen: set[int] = set()
+        for v in self._all_values():
+            if id(v) not in seen:
+                seen.add(id(v))
+                yield v
+
+    def _all_values(self) -> Iterator[Value]:
+        yield from self.inputs
+        for n in self.nodes:
+            yield from (v for v in n.inputs if v is not None)
+            yield from n.outputs
+        yield from self.outputs
+
+    def consumers(self) -> dict[int, list[Node]]:
+        """id(value) -> nodes that read it (computed on demand; passes edit freely)."""
+        out: dict[int, list[Node]] = {}
+        for n in self.nodes:
+            for v in n.inputs:
+                if v is not None:
+                    out.setdefault(id(v), []).append(n)
+        return out
+
+    # --- edits ----------------------------------------------------------
+    def replace_uses(self, old: Value, new: Value) -> None:
+        """Every reader of ``old`` reads ``new`` instead (graph outputs too)."""
+        for n in self.nodes:
+            n.inputs = [new if v is old else v for v in n.inputs]
+        self.outputs = [new if v is old else v for v in self.outputs]
+
+    def remove_nodes(self, dead: set[int]) -> None:
+        self.nodes = [n for n in self.nodes if id(n) not in dead]
+
+    def dump(self) -> str:
+        """A compact text form used in pass tests and debugging."""
+        lines = [f"graph {self.name}(" + ", ".join(f"{v.name}: {v.type_str()}" for v in self.inputs) + ")"]
+        for n in self.nodes:
+            ins = ", ".join(v.name if v is not None else "_" for v in n.inputs)
+            outs = ", ".join(f"{v.name}: {v.type_str()}" for v in n.outputs)
+            lines.append(f"  {outs} = {n.op_type}({ins})")
+        lines.append("  return " + ", ".join(v.name for v in self.outputs))
+        return "\n".join(lines)

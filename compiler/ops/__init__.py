@@ -1,0 +1,1 @@
+"""ONNX operators, one module each. Importing :mod:`registry` loads them all on first lookup."""

@@ -1,0 +1,164 @@
+"""Op registry: each op module registers an :class:`OpDef` for a domain and opset range.
+
+Attributes are typed and defaulted from the ONNX schema of the node's opset,
+the same source the ONNX reference implementation uses; an attribute the
+schema does not know is an error.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, numpy_helper
+
+from ..errors import ModelError, ShapeError
+
+if TYPE_CHECKING:
+    from ...codegen.kernel import Kernel, KernelContext
+    from ..dims import DimTable, Shape
+    from ..dtypes import DType
+    from ..ir import Node, Value
+
+_REGISTRY: dict[tuple[str, str], list[tuple[int, int, type["OpDef"]]]] = {}
+MAX_OPSET = 10_000
+
+
+def register(op_type: str, *, since: int = 1, until: int = MAX_OPSET, domain: str = ""):
+    """Class decorator: ``@register("Relu", since=6)`` (inclusive opset range of ``domain``)."""
+    def deco(cls: type[OpDef]) -> type[OpDef]:
+        cls.op_type = op_type
+        cls.domain = domain
+        _REGISTRY.setdefault((domain, op_type), []).append((since, until, cls))
+        return cls
+    return deco
+
+
+def lookup(domain: str, op_type: str, opset: int) -> Optional["OpDef"]:
+    _load_all()
+    for since, until, cls in _REGISTRY.get((domain, op_type), ()):
+        if since <= opset <= until:
+            return cls()
+    return None
+
+
+def supported_ops() -> list[tuple[str, str, int, int]]:
+    _load_all()
+    return sorted((d, o, s, u) for (d, o), entries in _REGISTRY.items() for s, u, _ in entries)
+
+
+_loaded = False
+
+
+def _load_all() -> None:
+    """Import every module of this package once, so their decorators run."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import __path__ as ops_path, __name__ as ops_name
+    for info in pkgutil.iter_modules(ops_path):
+        if not info.name.startswith("_") and info.name != "registry":
+            importlib.import_module(f"{ops_name}.{info.name}")
+
+
+@dataclass
+class InferContext:
+    """What shape inference of one node may read and create."""
+    node: "Node"
+    dims: "DimTable"
+
+    def fail(self, msg: str) -> ShapeError:
+        return ShapeError(f"{self.node.label}: {msg}")
+
+    def const(self, i: int) -> Optional[np.ndarray]:
+        v = self.node.input(i)
+        return None if v is None else v.const
+
+    def has(self, i: int) -> bool:
+        return self.node.input(i) is not None
+
+    def inp(self, i: int) -> "Value":
+        v = self.node.input(i)
+        if v is None:
+            raise self.fail(f"input {i} is required")
+        return v
+
+
+class OpDef:
+    """One ONNX operator: attribute defaults, shape/dtype inference and lowering."""
+    op_type: ClassVar[str] = ""
+    domain: ClassVar[str] = ""
+    # Whether constant inputs give a constant output (so the node may be folded).
+    foldable: ClassVar[bool] = True
+
+    def infer(self, node: "Node", ctx: InferContext) -> list[tuple["DType", "Shape"]]:
+        raise NotImplementedError(f"{type(self).__name__} has no shape inference")
+
+    def lower(self, node: "Node", k: "KernelContext") -> "Kernel":
+        raise NotImplementedError(f"{type(self).__name__} has no lowering")
+
+
+# --- attributes ---------------------------------------------------------------
+
+def _attr_value(a: AttributeProto) -> Any:
+    t = a.type
+    if t == AttributeProto.INT:
+        return int(a.i)
+    if t == AttributeProto.FLOAT:
+        return float(a.f)
+    if t == AttributeProto.STRING:
+        return a.s.decode("utf-8", errors="replace")
+    if t == AttributeProto.INTS:
+        return tuple(int(x) for x in a.ints)
+    if t == AttributeProto.FLOATS:
+        return tuple(float(x) for x in a.floats)
+    if t == AttributeProto.STRINGS:
+        return tuple(s.decode("utf-8", errors="replace") for s in a.strings)
+    if t == AttributeProto.TENSOR:
+        return numpy_helper.to_array(a.t)
+    if t == AttributeProto.GRAPH:
+        return a.g
+    if t == AttributeProto.GRAPHS:
+        return tuple(a.graphs)
+    if t == AttributeProto.SPARSE_TENSOR:
+        return a.sparse_tensor
+    if t == AttributeProto.TYPE_PROTO:
+        return a.tp
+    raise ModelError(f"attribute {a.name!r} has unsupported type {t}")
+
+
+def typed_attributes(proto: onnx.NodeProto, schema: Optional[onnx.defs.OpSchema], label: str) -> dict[str, Any]:
+    """Node attributes as Python values, the schema's defaults filled in."""
+    attrs: dict[str, Any] = {}
+    for a in proto.attribute:
+        if a.ref_attr_name:
+            raise ModelError(f"{label}: attribute {a.name!r} refers to a function attribute outside a function")
+        if schema is not None:
+            spec = schema.attributes.get(a.name)
+            if spec is None:
+                raise ModelError(f"{label}: unknown attribute {a.name!r}")
+            if a.type != spec.type and a.type != AttributeProto.UNDEFINED:
+                raise ModelError(f"{label}: attribute {a.name!r} has type "
+                                 f"{AttributeProto.AttributeType.Name(a.type)}, the spec says "
+                                 f"{AttributeProto.AttributeType.Name(spec.type)}")
+        attrs[a.name] = _attr_value(a)
+    if schema is not None:
+        for name, spec in schema.attributes.items():
+            if name in attrs:
+                continue
+            if spec.required:
+                raise ModelError(f"{label}: required attribute {name!r} is missing")
+            if spec.default_value is not None and spec.default_value.type != AttributeProto.UNDEFINED:
+                attrs[name] = _attr_value(spec.default_value)
+    return attrs
+
+
+def schema_for(op_type: str, opset: int, domain: str) -> Optional[onnx.defs.OpSchema]:
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None

@@ -1,0 +1,1 @@
+"""Graph passes, each a named function ``pass(graph) -> None``; see :mod:`.pipeline`."""

@@ -1,0 +1,92 @@
+"""Shape and dtype inference, and constant folding, node by node in topological order.
+
+Both walk the graph once; folding also re-infers each node so that folded
+values (e.g. a Reshape's computed shape) sharpen downstream shapes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..dims import is_static, num_elements
+from ..errors import ModelError, OnnxcError, ShapeError
+from ..ir import Graph, Node
+from ..ops.registry import InferContext
+from . import evaluate
+
+# Folding stops at outputs larger than this many elements: they would bloat weights.
+FOLD_MAX_ELEMENTS = 1 << 22
+
+
+def infer_node(graph: Graph, node: Node) -> None:
+    try:
+        results = node.impl.infer(node, InferContext(node, graph.dims))
+    except OnnxcError:
+        raise
+    except Exception as e:  # a bug or a malformed attribute: report it against the node
+        raise ShapeError(f"{node.label}: shape inference failed: {type(e).__name__}: {e}") from e
+    if len(results) < len([o for o in node.outputs]):
+        results = list(results) + [None] * (len(node.outputs) - len(results))
+    for out, res in zip(node.outputs, results):
+        if res is None:
+            continue
+        dtype, shape = res
+        if not isinstance(dtype, dt.DType):
+            raise ShapeError(f"{node.label}: inference gave no element type for {out.name!r}")
+        for d in shape:
+            if isinstance(d, int) and d < 0:
+                raise ShapeError(f"{node.label}: output {out.name!r} would have negative dim {d}")
+        out.dtype, out.shape = dtype, tuple(shape)
+
+
+def infer_shapes(graph: Graph) -> None:
+    """Give every value a dtype and a shape using each op's own inference."""
+    for node in graph.nodes:
+        _require_typed_inputs(node)
+        infer_node(graph, node)
+
+
+def fold_constants(graph: Graph) -> None:
+    """Evaluate nodes whose inputs are all constant; Shape/Size of static values too."""
+    for node in graph.nodes:
+        _require_typed_inputs(node)
+        infer_node(graph, node)
+        if not node.impl.foldable or any(o.const is not None for o in node.outputs):
+            continue
+        if node.op_type in ("Shape", "Size") and node.domain == "" and _fold_shape_query(node):
+            continue
+        if all(v is None or v.const is not None for v in node.inputs):
+            if all(o.static and num_elements(o.shape) <= FOLD_MAX_ELEMENTS for o in node.outputs):
+                for out, array in zip(node.outputs, evaluate.run_node(node)):
+                    _set_const(node, out, array)
+
+
+def _fold_shape_query(node: Node) -> bool:
+    x = node.inputs[0]
+    if not x.static:
+        return False
+    if node.op_type == "Size":
+        _set_const(node, node.outputs[0], np.array(num_elements(x.shape), dtype=np.int64))
+        return True
+    shape = np.array(x.shape, dtype=np.int64)
+    start = node.attrs.get("start", 0)
+    end = node.attrs.get("end", None)
+    _set_const(node, node.outputs[0], shape[slice(start, end)])
+    return True
+
+
+def _set_const(node: Node, out, array: np.ndarray) -> None:
+    array = np.ascontiguousarray(array)
+    if out.dtype is not None and array.dtype != out.dtype.np:
+        raise ShapeError(f"{node.label}: folded value of {out.name!r} is {array.dtype}, inference said {out.dtype}")
+    if out.shape is not None and is_static(out.shape) and tuple(array.shape) != tuple(out.shape):
+        raise ShapeError(f"{node.label}: folded value of {out.name!r} has shape {array.shape}, "
+                         f"inference said {out.shape}")
+    out.const = array
+    out.dtype, out.shape = dt.from_numpy(array.dtype), tuple(array.shape)
+
+
+def _require_typed_inputs(node: Node) -> None:
+    for v in node.inputs:
+        if v is not None and (v.dtype is None or v.shape is None):
+            raise ModelError(f"{node.label}: input {v.name!r} has no type (is the graph topologically sorted?)")

@@ -1,0 +1,34 @@
+"""The pass pipeline, in order. Read it top to bottom."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..ir import Graph
+from .infer import fold_constants, infer_shapes
+from .simplify import eliminate_dead_code, remove_identity_like
+from .verify import verify
+
+Pass = Callable[[Graph], None]
+
+# Level 0 runs only what code generation needs; level 1 (BASIC) adds graph cleanups.
+PIPELINE: list[tuple[str, Pass, int]] = [
+    ("infer_shapes", infer_shapes, 0),
+    ("fold_constants", fold_constants, 1),
+    ("remove_identity_like", remove_identity_like, 1),
+    ("eliminate_dead_code", eliminate_dead_code, 0),
+]
+
+
+def run_pipeline(graph: Graph, level: int = 99, check: bool = False,
+                 disabled: Optional[set[str]] = None,
+                 trace: Optional[Callable[[str, Graph], None]] = None) -> Graph:
+    """Run every pass up to ``level``; with ``check`` verify the IR after each one."""
+    for name, fn, min_level in PIPELINE:
+        if min_level > level or (disabled and name in disabled):
+            continue
+        fn(graph)
+        if check:
+            verify(graph)
+        if trace is not None:
+            trace(name, graph)
+    return graph

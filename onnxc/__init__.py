@@ -1,0 +1,21 @@
+"""onnxc: an ahead-of-time compiler for ONNX models.
+
+``onnxc.InferenceSession`` is a drop-in for onnxruntime's: it compiles the model
+to C (or loads a compiled artifact from the cache) and runs it natively.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .compiler.errors import (CompileError, InvalidArgument, ModelError, OnnxcError, RuntimeFailure,
+                              ShapeError, UnsupportedError)
+from .driver import CompileOptions, compile_model
+from .runtime.options import GraphOptimizationLevel, RunOptions, SessionOptions
+from .runtime.session import InferenceSession, NodeArg, get_available_providers
+
+__all__ = [
+    "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "NodeArg",
+    "get_available_providers", "compile_model", "CompileOptions",
+    "OnnxcError", "ModelError", "UnsupportedError", "ShapeError", "CompileError", "InvalidArgument",
+    "RuntimeFailure",
+]

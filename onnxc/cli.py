@@ -1,0 +1,108 @@
+"""The ``onnxc`` command line: compile, run, info, ops."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from .driver import CompileOptions, compile_model
+    options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
+                             march="" if args.portable else args.march, prefix=args.name)
+    start = time.perf_counter()
+    manifest = compile_model(args.model, args.output, options)
+    took = time.perf_counter() - start
+    print(f"compiled {args.model} -> {args.output} in {took:.2f}s "
+          f"({manifest['functions']} node functions, arena {manifest['arena_bytes']} bytes)")
+    return 0
+
+
+def _random_feed(sess) -> dict[str, np.ndarray]:
+    from .compiler import dtypes as dt
+    rng = np.random.default_rng(0)
+    feed = {}
+    for arg in sess.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in arg.shape]
+        dtype = dt.by_name(arg.type[len("tensor("):-1])
+        if dtype.is_float:
+            feed[arg.name] = rng.standard_normal(shape).astype(dtype.np)
+        elif dtype.kind == "bool":
+            feed[arg.name] = rng.integers(0, 2, shape).astype(np.bool_)
+        else:
+            feed[arg.name] = rng.integers(0, 10, shape).astype(dtype.np)
+    return feed
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .runtime.session import InferenceSession
+    sess = InferenceSession(args.model)
+    feed = _random_feed(sess)
+    for item in args.input or []:
+        name, _, path = item.partition("=")
+        feed[name] = np.load(path)
+    start = time.perf_counter()
+    outputs = sess.run(None, feed)
+    took = time.perf_counter() - start
+    for arg, out in zip(sess.get_outputs(), outputs):
+        print(f"{arg.name}: {arg.type} shape={list(out.shape)} "
+              f"mean={float(np.mean(out.astype(np.float64))) if out.size else 0.0:.6g}")
+    print(f"ran in {took * 1e3:.2f} ms")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from .runtime.loader import read_manifest
+    manifest = read_manifest(args.artifact)
+    print(json.dumps({k: manifest[k] for k in ("onnxc_version", "inputs", "outputs", "arena_bytes",
+                                                "functions", "toolchain")}, indent=2))
+    return 0
+
+
+def _ops(args: argparse.Namespace) -> int:
+    from .compiler.ops.registry import MAX_OPSET, supported_ops
+    for domain, op, since, until in supported_ops():
+        upto = "" if until == MAX_OPSET else str(until)
+        print(f"{domain or 'ai.onnx'}::{op} opset {since}-{upto}")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from . import __version__
+    from .compiler.errors import OnnxcError
+    parser = argparse.ArgumentParser(prog="onnxc", description="Ahead-of-time compiler for ONNX models.")
+    parser.add_argument("--version", action="version", version=f"onnxc {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("compile", help="compile a model into an artifact folder")
+    p.add_argument("model")
+    p.add_argument("-o", "--output", default="build/model")
+    p.add_argument("-O", "--opt-level", type=int, default=99, help="graph optimization level: 0, 1, 2 or 99")
+    p.add_argument("--cflags-opt", default="-O3", help="C optimization flag (default -O3)")
+    p.add_argument("--march", default="native", help="target CPU for -march (default native)")
+    p.add_argument("--portable", action="store_true", help="no -march flag: runs on any CPU of the arch")
+    p.add_argument("--name", default="model", help="prefix of the generated C API symbols")
+    p.set_defaults(func=_compile)
+
+    p = sub.add_parser("run", help="run a model or artifact on random (or given .npy) inputs")
+    p.add_argument("model")
+    p.add_argument("--input", action="append", help="NAME=file.npy")
+    p.set_defaults(func=_run)
+
+    p = sub.add_parser("info", help="show an artifact's manifest")
+    p.add_argument("artifact")
+    p.set_defaults(func=_info)
+
+    p = sub.add_parser("ops", help="list supported operators")
+    p.set_defaults(func=_ops)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except OnnxcError as e:
+        print(f"onnxc: error: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,111 @@
+"""The compile driver: model -> IR -> passes -> C -> shared library, written as an artifact folder.
+
+An artifact folder holds ``model.c``, ``model.h``, the shared library, the
+weights file and ``manifest.json``, which the runtime reads to load it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import __version__
+from .codegen.c_emitter import CEmitter, EmitOptions
+from .codegen.toolchain import Toolchain
+from .compiler import frontend
+from .compiler.passes.pipeline import run_pipeline
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+LIBRARY = "libmodel.so"
+WEIGHTS = "weights.bin"
+
+
+@dataclass
+class CompileOptions:
+    """What changes the generated code (every field is part of the cache key)."""
+    optimization_level: int = 99          # 0 = none, 1 = basic, 2 = extended, 99 = all
+    disabled_passes: tuple[str, ...] = ()
+    opt: str = "-O3"                       # C compiler optimization flag
+    march: str = "native"                  # "" for a portable build
+    prefix: str = "model"
+    check_ir: bool = False                 # verify the IR after every pass
+    extra_cflags: tuple[str, ...] = field(default_factory=tuple)
+
+    def toolchain(self) -> Toolchain:
+        return Toolchain(opt=self.opt, march=self.march, extra=list(self.extra_cflags))
+
+    def key(self) -> str:
+        data = dataclasses.asdict(self)
+        data.pop("check_ir")
+        return json.dumps(data, sort_keys=True)
+
+
+def _command_line() -> str:
+    argv = [os.path.basename(sys.argv[0]) or "python"] + sys.argv[1:]
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
+                  options: Optional[CompileOptions] = None, command: Optional[str] = None) -> dict[str, Any]:
+    """Compile ``source`` into ``output_dir`` (created; files replaced). Returns the manifest."""
+    options = options or CompileOptions()
+    model, graph = frontend.import_model(source)
+    run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
+                 disabled=set(options.disabled_passes))
+    emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
+                                          version=__version__)).emit()
+    output_dir = os.fspath(output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    toolchain = options.toolchain()
+    files = {"model.c": emitted.source, "model.h": emitted.header}
+    for name, text in files.items():
+        _write_atomic(os.path.join(output_dir, name), text.encode())
+    _write_atomic(os.path.join(output_dir, WEIGHTS), emitted.weights)
+    lib_tmp = os.path.join(output_dir, f".{LIBRARY}.{os.getpid()}.tmp")
+    toolchain.build_shared(os.path.join(output_dir, "model.c"), lib_tmp)
+    os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "onnxc_version": __version__,
+        "prefix": emitted.prefix,
+        "library": LIBRARY,
+        "weights": WEIGHTS,
+        "weights_sha256": hashlib.sha256(emitted.weights).hexdigest(),
+        "library_sha256": _sha256_file(os.path.join(output_dir, LIBRARY)),
+        "arena_bytes": emitted.arena_bytes,
+        "inputs": emitted.inputs,
+        "outputs": emitted.outputs,
+        "functions": emitted.functions,
+        "meta": dataclasses.asdict(graph.meta),
+        "toolchain": toolchain.identity(),
+        "options": json.loads(options.key()),
+    }
+    _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
+    return manifest
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,195 @@
+"""InferenceSession: onnxruntime's Python API over a compiled model."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import warnings
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..compiler import dtypes as dt
+from ..compiler.errors import InvalidArgument
+from ..driver import CompileOptions, compile_model
+from . import cache
+from .loader import CompiledModel, read_manifest
+from .options import GraphOptimizationLevel, RunOptions, SessionOptions
+
+log = logging.getLogger("onnxc")
+
+CPU = "CPUExecutionProvider"
+_KNOWN_PROVIDERS = (CPU,)
+
+
+def get_available_providers() -> list[str]:
+    return [CPU]
+
+
+def get_all_providers() -> list[str]:
+    return list(_KNOWN_PROVIDERS)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeArg:
+    name: str
+    type: str
+    shape: list
+
+    def __repr__(self) -> str:
+        return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelMetadata:
+    producer_name: str
+    graph_name: str
+    domain: str
+    description: str
+    graph_description: str
+    version: int
+    custom_metadata_map: dict
+
+
+def _levels(level: GraphOptimizationLevel) -> int:
+    return int(level)
+
+
+class InferenceSession:
+    """Compile (or load from the cache) and run an ONNX model.
+
+    ``path_or_bytes`` is a model file, serialized model bytes, an ``onnx.ModelProto``
+    or an artifact folder written by ``onnxc compile``.
+    """
+
+    def __init__(self, path_or_bytes: Any, sess_options: Optional[SessionOptions] = None,
+                 providers: Optional[Sequence[Any]] = None, provider_options: Optional[Sequence[dict]] = None,
+                 **kwargs: Any) -> None:
+        self._sess_options = sess_options or SessionOptions()
+        self._providers = self._resolve_providers(providers)
+        self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
+        if self._model_path is not None and os.path.isdir(self._model_path):
+            folder = os.fspath(self._model_path)
+            read_manifest(folder)
+        else:
+            folder = self._compile_cached(path_or_bytes, self._compile_options())
+        self._model = CompiledModel(folder)
+        self._folder = folder
+        m = self._model.manifest
+        self._inputs = [NodeArg(i["name"], dt.by_name(i["dtype"]).type_string, list(i["shape"]))
+                        for i in m["inputs"]]
+        self._outputs = [NodeArg(o["name"], dt.by_name(o["dtype"]).type_string, list(o["shape"]))
+                         for o in m["outputs"]]
+        self._input_index = {i.name: k for k, i in enumerate(self._inputs)}
+        self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
+
+    # --- construction ---------------------------------------------------------
+    def _compile_options(self) -> CompileOptions:
+        return CompileOptions(optimization_level=_levels(self._sess_options.graph_optimization_level))
+
+    @staticmethod
+    def _compile_cached(source: Any, options: CompileOptions) -> str:
+        key = cache.artifact_key(cache.model_digest(source), options.key(), options.toolchain().identity())
+        return cache.get_or_build(key, lambda tmp: compile_model(source, tmp, options))
+
+    @staticmethod
+    def _resolve_providers(providers: Optional[Sequence[Any]]) -> list[str]:
+        if not providers:
+            return [CPU]
+        names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers]
+        for name in names:
+            if name not in _KNOWN_PROVIDERS:
+                warnings.warn(f"Specified provider '{name}' is not in available provider names."
+                              f"Available providers: '{', '.join(get_available_providers())}'")
+        return [CPU]
+
+    # --- introspection --------------------------------------------------------------
+    def get_inputs(self) -> list[NodeArg]:
+        return list(self._inputs)
+
+    def get_outputs(self) -> list[NodeArg]:
+        return list(self._outputs)
+
+    def get_overridable_initializers(self) -> list[NodeArg]:
+        return []
+
+    def get_modelmeta(self) -> ModelMetadata:
+        meta = self._model.manifest["meta"]
+        return ModelMetadata(meta["producer_name"], meta["graph_name"], meta["domain"], meta["doc_string"],
+                             meta["graph_description"], meta["model_version"], dict(meta["custom_metadata_map"]))
+
+    def get_providers(self) -> list[str]:
+        return list(self._providers)
+
+    def get_provider_options(self) -> dict[str, dict]:
+        return {p: {} for p in self._providers}
+
+    def get_session_options(self) -> SessionOptions:
+        return self._sess_options
+
+    @property
+    def artifact_dir(self) -> str:
+        """The compiled artifact folder this session runs."""
+        return self._folder
+
+    # --- running ----------------------------------------------------------------------
+    def run(self, output_names: Optional[Sequence[str]], input_feed: dict[str, Any],
+            run_options: Optional[RunOptions] = None) -> list[np.ndarray]:
+        arrays = self._check_feed(input_feed)
+        if output_names:
+            for name in output_names:
+                if name not in self._output_index:
+                    raise InvalidArgument(f"Invalid output name: {name}")
+        results = self._model.run(arrays)
+        if not output_names:
+            return results
+        return [results[self._output_index[n]] for n in output_names]
+
+    def _check_feed(self, feed: dict[str, Any]) -> list[np.ndarray]:
+        if not isinstance(feed, dict):
+            raise InvalidArgument("input_feed must be a dict of input name to numpy array")
+        for name in feed:
+            if name not in self._input_index:
+                raise InvalidArgument(f"Invalid input name: {name}")
+        missing = [i.name for i in self._inputs if i.name not in feed]
+        if missing:
+            raise InvalidArgument(f"Required inputs ({missing}) are missing from input feed ({list(feed)}).")
+        arrays: list[np.ndarray] = []
+        bound: dict[str, tuple[int, str, int]] = {}
+        for spec, info in zip(self._inputs, self._model.inputs):
+            value = feed[spec.name]
+            array = value if isinstance(value, np.ndarray) else np.asarray(value)
+            expected = dt.by_name(info["dtype"])
+            if array.dtype != expected.np:
+                actual = _type_string(array.dtype)
+                raise InvalidArgument(f"Unexpected input data type. Actual: ({actual}) , expected: "
+                                      f"({expected.type_string})")
+            if array.ndim != len(info["shape"]):
+                raise InvalidArgument(f"Invalid rank for input: {spec.name} Got: {array.ndim} Expected: "
+                                      f"{len(info['shape'])} Please fix either the inputs/outputs or the model.")
+            bad = []
+            for axis, (got, want) in enumerate(zip(array.shape, info["shape"])):
+                if isinstance(want, int):
+                    if got != want:
+                        bad.append(f" index: {axis} Got: {got} Expected: {want}")
+                elif want is not None:
+                    seen = bound.get(want)
+                    if seen is None:
+                        bound[want] = (got, spec.name, axis)
+                    elif seen[0] != got:
+                        raise InvalidArgument(
+                            f"Dimension '{want}' is {seen[0]} in input {seen[1]} (axis {seen[2]}) but {got} "
+                            f"in input {spec.name} (axis {axis})")
+            if bad:
+                raise InvalidArgument(f"Got invalid dimensions for input: {spec.name} for the following "
+                                      f"indices\n" + "\n".join(bad) + "\n Please fix either the inputs/outputs "
+                                      f"or the model.")
+            arrays.append(np.ascontiguousarray(array))
+        return arrays
+
+
+def _type_string(dtype: np.dtype) -> str:
+    try:
+        return dt.from_numpy(dtype).type_string
+    except Exception:
+        return f"numpy {dtype}"

@@ -1,0 +1,1 @@
+"""Jinja templates of generated code: ``c/`` for the C backend."""
