@@ -72,6 +72,7 @@ class CEmitter:
         self.weights = bytearray()
         self.functions: list[dict[str, Any]] = []
         self.steps: list[dict[str, Any]] = []
+        self.helpers: list[str] = []
         self._dims_ready: set[str] = set()
         self._dim_msgs: dict[str, str] = {}
 
@@ -127,6 +128,7 @@ class CEmitter:
                        "graph": comment(g.name)},
             "prefix": self.opt.prefix,
             "consts": self.consts,
+            "helpers": [render(h, {}) for h in self.helpers],
             "weight_refs": weight_refs,
             "functions": self.functions,
             "steps": self.steps,
@@ -248,14 +250,15 @@ class CEmitter:
                 raise OnnxcError(f"internal: {node.label} has data-dependent dims but no shape template")
             body = render(kernel.shape_template, _common(k) | kernel.shape_data)
             dims = _used_dims(body)
+            used = _used_tensors(body, tensor_args)
             fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
-                + [f"const {t.ctype} *restrict {t.name}" for t, _ in tensor_args] \
+                + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
                 + [f"int64_t *restrict {p}" for p in data_params]
             self.functions.append({"name": fname + "_shape", "comment": label + " (output shape)",
                                    "types": types, "params": fparams, "body": body})
             for s in data_syms:
                 self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
-            args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in tensor_args] \
+            args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
             self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label})
             self._dims_ready.update(data_syms)
@@ -271,11 +274,18 @@ class CEmitter:
                 self.steps.append({"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type,
                                    "offset": loc.offset})
 
+        for helper in kernel.helpers:
+            if helper not in self.helpers:
+                self.helpers.append(helper)
         scratch = [(params(name, "scratch_"), size) for name, size in kernel.scratch.items()]
         body = render(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]})
         dims = _used_dims(body)
+        used = _used_tensors(body, tensor_args)
+        for t in outputs:
+            if not re.search(rf"\b{t.name}\b", body):
+                body = f"    (void){t.name};\n" + body
         fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
-            + [f"const {t.ctype} *restrict {t.name}" for t, _ in tensor_args] \
+            + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
             + [f"{t.ctype} *restrict {t.name}" for t in outputs] \
             + [f"void *restrict {s}" for s, _ in scratch]
         self.functions.append({"name": fname, "comment": label, "types": types, "params": fparams, "body": body})
@@ -285,7 +295,7 @@ class CEmitter:
             scratch_vars.append(var)
             self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
                                "heap": True, "output": -1, "declare": True})
-        args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in tensor_args] \
+        args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in used] \
             + [self.locs[id(v)].var for v in node.outputs] + scratch_vars
         self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label})
         for var in scratch_vars:
@@ -342,6 +352,11 @@ def _common(k: KernelContext) -> dict[str, Any]:
 
 def _used_dims(body: str) -> list[str]:
     return sorted(set(_DIM_TOKEN.findall(body)))
+
+
+def _used_tensors(body: str, tensor_args: list) -> list:
+    """Only the inputs a kernel body reads become parameters (no unused-parameter warnings)."""
+    return [(t, v) for t, v in tensor_args if re.search(rf"\b{t.name}\b", body)]
 
 
 def _output_syms(node: Node) -> list[str]:

@@ -72,6 +72,8 @@ class Kernel:
     shape_data: dict[str, Any] = field(default_factory=dict)
     # Extra scratch buffers: name -> byte-size C expression.
     scratch: dict[str, CExpr] = field(default_factory=dict)
+    # File-level helper templates (static functions) this kernel calls; each is emitted once.
+    helpers: list[str] = field(default_factory=list)
 
 
 class KernelContext:
@@ -104,5 +106,5 @@ class KernelContext:
     def unsupported(self, what: str) -> UnsupportedError:
         return UnsupportedError(f"{self.node.label}: {what}")
 
-    def kernel(self, template: str, **data: Any) -> Kernel:
-        return Kernel(template, data)
+    def kernel(self, template: str, helpers: tuple[str, ...] = (), **data: Any) -> Kernel:
+        return Kernel(template, data, helpers=list(helpers))

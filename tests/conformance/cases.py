@@ -1,0 +1,86 @@
+"""The ONNX node conformance cases of the installed onnx package, run through onnxc.
+
+Each case's model is compiled to C, built, loaded and run on the case's inputs;
+outputs are compared with the case's expected outputs at onnx's tolerances.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+EXPECTED_FAILURES = os.path.join(os.path.dirname(__file__), "expected_failures.txt")
+
+
+@functools.lru_cache(maxsize=1)
+def all_cases() -> dict[str, Any]:
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {c.name: c for c in collect_testcases()}
+
+
+def expected_failures() -> dict[str, str]:
+    """test name -> reason, from expected_failures.txt (``name: reason`` lines, # comments)."""
+    out: dict[str, str] = {}
+    with open(EXPECTED_FAILURES, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, _, reason = line.partition(":")
+            out[name.strip()] = reason.strip()
+    return out
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) -> None:
+    if not isinstance(expected, np.ndarray):
+        raise Mismatch(f"{name}: non-tensor expected output ({type(expected).__name__})")
+    if actual.dtype != expected.dtype:
+        raise Mismatch(f"{name}: dtype {actual.dtype}, expected {expected.dtype}")
+    if actual.shape != expected.shape:
+        raise Mismatch(f"{name}: shape {actual.shape}, expected {expected.shape}")
+    if expected.dtype == object or expected.dtype.kind in "SU":
+        if not np.array_equal(actual, expected):
+            raise Mismatch(f"{name}: values differ")
+        return
+    if expected.dtype.kind in "biu" and expected.dtype.kind != "f":
+        if not np.array_equal(actual, expected):
+            raise Mismatch(f"{name}: values differ: {np.count_nonzero(actual != expected)} elements")
+        return
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    try:
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+    except AssertionError as err:
+        raise Mismatch(f"{name}: {str(err).strip().splitlines()[0:6]}") from None
+
+
+def run_case(case: Any, workdir: str, opt: str = "-O3") -> None:
+    """Compile, load and run one case; raises on any failure or mismatch."""
+    import onnxc
+    from onnxc.driver import CompileOptions
+    options = CompileOptions(opt=opt, check_ir=True)
+    onnxc.compile_model(case.model, workdir, options, command=f"onnxc compile {case.name}")
+    sess = onnxc.InferenceSession(workdir)
+    initializers = {i.name for i in case.model.graph.initializer}
+    input_names = [i.name for i in case.model.graph.input if i.name not in initializers]
+    output_names = [o.name for o in case.model.graph.output]
+    for inputs, outputs in case.data_sets:
+        if len(inputs) != len(input_names):
+            raise Mismatch(f"case feeds {len(inputs)} inputs, model declares {len(input_names)}")
+        feed = {}
+        for name, value in zip(input_names, inputs):
+            if not isinstance(value, np.ndarray):
+                raise onnxc.UnsupportedError(f"input {name!r} is a {type(value).__name__}, not a tensor")
+            feed[name] = value
+        results = sess.run(None, feed)
+        for name, expected, actual in zip(output_names, outputs, results):
+            _compare(name, expected, actual, case.rtol, case.atol)
