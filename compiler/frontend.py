@@ -11,6 +11,7 @@ from typing import Union
 
 import numpy as np
 import onnx
+import onnx.inliner
 from onnx import numpy_helper
 
 from . import dtypes as dt

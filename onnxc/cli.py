@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from typing import Optional, Sequence
@@ -15,7 +16,7 @@ def _compile(args: argparse.Namespace) -> int:
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
                              march="" if args.portable else args.march, prefix=args.name)
     start = time.perf_counter()
-    manifest = compile_model(args.model, args.output, options)
+    manifest = compile_model(args.model, args.output, options, command=args.command_line)
     took = time.perf_counter() - start
     print(f"compiled {args.model} -> {args.output} in {took:.2f}s "
           f"({manifest['functions']} node functions, arena {manifest['arena_bytes']} bytes)")
@@ -100,7 +101,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = sub.add_parser("ops", help="list supported operators")
     p.set_defaults(func=_ops)
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.command_line = " ".join(["onnxc"] + [shlex.quote(a) for a in argv])
     try:
         return args.func(args)
     except OnnxcError as e:

@@ -1,0 +1,124 @@
+"""Each pass as Before -> Expected IR (Graph.dump), with the verifier after every pass."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper
+
+from helpers import make_model
+from onnxc.compiler.frontend import build_graph
+from onnxc.compiler.passes.infer import fold_constants, infer_shapes
+from onnxc.compiler.passes.pipeline import PIPELINE, run_pipeline
+from onnxc.compiler.passes.simplify import eliminate_dead_code, remove_identity_like
+from onnxc.compiler.passes.verify import verify
+
+
+def graph_of(nodes, inputs, outputs, inits=(), opset=17):
+    g = build_graph(make_model(nodes, inputs, outputs, inits, opset=opset))
+    infer_shapes(g)
+    verify(g)
+    return g
+
+
+def test_pipeline_is_an_ordered_list_of_named_passes():
+    names = [name for name, _, _ in PIPELINE]
+    assert names[0] == "infer_shapes"
+    assert names.index("fold_constants") < names.index("remove_identity_like") < names.index("eliminate_dead_code")
+
+
+def test_remove_identity_like():
+    g = graph_of([helper.make_node("Identity", ["x"], ["a"]),
+                  helper.make_node("Relu", ["a"], ["b"]),
+                  helper.make_node("Dropout", ["b"], ["c"]),
+                  helper.make_node("Relu", ["c"], ["y"])],
+                 [("x", T.FLOAT, [2, 3])], [("y", T.FLOAT, [2, 3])])
+    assert g.dump() == """graph test(x: float[2,3])
+  a: float[2,3] = Identity(x)
+  b: float[2,3] = Relu(a)
+  c: float[2,3] = Dropout(b)
+  y: float[2,3] = Relu(c)
+  return y"""
+    remove_identity_like(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[2,3])
+  b: float[2,3] = Relu(x)
+  y: float[2,3] = Relu(b)
+  return y"""
+
+
+def test_noop_reshape_and_cast_are_removed_but_real_ones_stay():
+    shape_same = onnx.numpy_helper.from_array(np.array([2, 3], np.int64), "same")
+    shape_new = onnx.numpy_helper.from_array(np.array([3, 2], np.int64), "new")
+    g = graph_of([helper.make_node("Reshape", ["x", "same"], ["a"]),
+                  helper.make_node("Cast", ["a"], ["b"], to=T.FLOAT),
+                  helper.make_node("Reshape", ["b", "new"], ["y"])],
+                 [("x", T.FLOAT, [2, 3])], [("y", T.FLOAT, [3, 2])], [shape_same, shape_new])
+    remove_identity_like(g)
+    eliminate_dead_code(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[2,3])
+  y: float[3,2] = Reshape(x, new)
+  return y"""
+
+
+def test_identity_feeding_graph_output_keeps_output_name():
+    g = graph_of([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Identity", ["a"], ["y"])],
+                 [("x", T.FLOAT, [4])], [("y", T.FLOAT, [4])])
+    remove_identity_like(g)
+    verify(g)
+    assert g.output_names == ["y"]
+    assert [n.op_type for n in g.nodes] == ["Relu"]
+
+
+def test_dead_code_elimination():
+    g = graph_of([helper.make_node("Relu", ["x"], ["unused"]),
+                  helper.make_node("Relu", ["unused"], ["unused2"]),
+                  helper.make_node("Add", ["x", "x"], ["y"])],
+                 [("x", T.FLOAT, [4])], [("y", T.FLOAT, [4])])
+    eliminate_dead_code(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[4])
+  y: float[4] = Add(x, x)
+  return y"""
+
+
+def test_constant_folding_turns_shape_arithmetic_into_constants():
+    two = onnx.numpy_helper.from_array(np.array([2.0, 2.0, 2.0], np.float32), "two")
+    shape = onnx.numpy_helper.from_array(np.array([3, 2], np.int64), "shape")
+    g = graph_of([helper.make_node("Add", ["two", "two"], ["four"]),
+                  helper.make_node("Reshape", ["x", "shape"], ["r"]),
+                  helper.make_node("Add", ["r", "r"], ["y"]),
+                  helper.make_node("Add", ["four", "four"], ["eight"])],
+                 [("x", T.FLOAT, [6])], [("y", T.FLOAT, [3, 2]), ("eight", T.FLOAT, [3])], [two, shape])
+    fold_constants(g)
+    eliminate_dead_code(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == ["Reshape", "Add"]
+    eight = g.outputs[1]
+    np.testing.assert_array_equal(eight.const, np.full(3, 8.0, np.float32))
+
+
+def test_folding_shape_of_static_value_makes_reshape_static():
+    g = graph_of([helper.make_node("Shape", ["x"], ["s"]),
+                  helper.make_node("Reshape", ["y_in", "s"], ["y"])],
+                 [("x", T.FLOAT, [2, 3]), ("y_in", T.FLOAT, [6])], [("y", T.FLOAT, [2, 3])])
+    assert g.nodes[1].outputs[0].static is False  # before: the shape is a runtime value
+    fold_constants(g)
+    verify(g)
+    assert g.nodes[1].outputs[0].shape == (2, 3)
+
+
+def test_symbolic_dims_flow_through_inference():
+    g = graph_of([helper.make_node("Add", ["x", "b"], ["y"])],
+                 [("x", T.FLOAT, ["batch", 1]), ("b", T.FLOAT, [1, 8])], [("y", T.FLOAT, ["batch", 8])])
+    assert g.outputs[0].shape == ("batch", 8)
+
+
+def test_full_pipeline_with_verifier_after_each_pass():
+    seen = []
+    g = build_graph(make_model([helper.make_node("Identity", ["x"], ["a"]), helper.make_node("Relu", ["a"], ["y"])],
+                               [("x", T.FLOAT, ["n"])], [("y", T.FLOAT, ["n"])]))
+    run_pipeline(g, check=True, trace=lambda name, _: seen.append(name))
+    assert seen == [name for name, _, _ in PIPELINE]
+    assert [n.op_type for n in g.nodes] == ["Relu"]

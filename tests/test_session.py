@@ -1,0 +1,187 @@
+"""InferenceSession API, feeds, symbolic dims, artifacts, cache and the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper
+
+import onnxc
+from helpers import make_model
+
+
+def bias_relu_model():
+    b = onnx.numpy_helper.from_array(np.linspace(-1, 1, 8, dtype=np.float32), "bias")
+    m = make_model([helper.make_node("Add", ["x", "bias"], ["t"], name="add"),
+                    helper.make_node("Relu", ["t"], ["y"], name="relu")],
+                   [("x", T.FLOAT, ["batch", 8])], [("y", T.FLOAT, ["batch", 8])], [b])
+    m.producer_name = "tests"
+    m.doc_string = "a bias and a relu"
+    m.graph.name = "bias_relu"
+    helper.set_model_props(m, {"author": "onnxc"})
+    return m
+
+
+def expected(x):
+    return np.maximum(x + np.linspace(-1, 1, 8, dtype=np.float32), 0)
+
+
+@pytest.fixture(scope="module")
+def sess():
+    return onnxc.InferenceSession(bias_relu_model().SerializeToString())
+
+
+def test_run_and_introspection(sess):
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    y, = sess.run(None, {"x": x})
+    np.testing.assert_allclose(y, expected(x), rtol=1e-6)
+    assert sess.run(["y"], {"x": x})[0].shape == (3, 8)
+    (i,), (o,) = sess.get_inputs(), sess.get_outputs()
+    assert (i.name, i.type, i.shape) == ("x", "tensor(float)", ["batch", 8])
+    assert (o.name, o.type, o.shape) == ("y", "tensor(float)", ["batch", 8])
+    meta = sess.get_modelmeta()
+    assert meta.producer_name == "tests" and meta.graph_name == "bias_relu"
+    assert meta.description == "a bias and a relu" and meta.custom_metadata_map == {"author": "onnxc"}
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_symbolic_batch_runs_at_many_sizes_without_recompiling(sess):
+    lib = os.path.join(sess.artifact_dir, "libmodel.so")
+    before = os.stat(lib).st_mtime_ns
+    for n in (1, 7, 64, 0):
+        x = np.random.default_rng(n).standard_normal((n, 8)).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], expected(x), rtol=1e-6)
+    assert os.stat(lib).st_mtime_ns == before
+
+
+@pytest.mark.parametrize("feed, message", [
+    ({}, "missing"),
+    ({"x": np.zeros((2, 8), np.float32), "z": np.zeros(1)}, "Invalid input name: z"),
+    ({"x": np.zeros((2, 8), np.float64)}, "Unexpected input data type"),
+    ({"x": np.zeros((2, 8, 1), np.float32)}, "Invalid rank for input: x"),
+    ({"x": np.zeros((2, 9), np.float32)}, "Got invalid dimensions for input: x"),
+])
+def test_bad_feeds_raise_clear_errors(sess, feed, message):
+    with pytest.raises(onnxc.InvalidArgument, match=message):
+        sess.run(None, feed)
+
+
+def test_bad_output_name(sess):
+    with pytest.raises(onnxc.InvalidArgument, match="Invalid output name"):
+        sess.run(["nope"], {"x": np.zeros((1, 8), np.float32)})
+
+
+def test_non_contiguous_and_readonly_inputs(sess):
+    base = np.random.default_rng(1).standard_normal((8, 6)).astype(np.float32)
+    x = base.T  # (6, 8), not C-contiguous
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], expected(x), rtol=1e-6)
+    ro = np.ascontiguousarray(x)
+    ro.setflags(write=False)
+    np.testing.assert_allclose(sess.run(None, {"x": ro})[0], expected(x), rtol=1e-6)
+
+
+def test_shared_symbol_must_agree_across_inputs():
+    m = make_model([helper.make_node("Add", ["a", "b"], ["y"])],
+                   [("a", T.FLOAT, ["n"]), ("b", T.FLOAT, ["n"])], [("y", T.FLOAT, ["n"])])
+    s = onnxc.InferenceSession(m)
+    with pytest.raises(onnxc.InvalidArgument, match="Dimension 'n'"):
+        s.run(None, {"a": np.zeros(3, np.float32), "b": np.zeros(4, np.float32)})
+
+
+def test_symbolic_broadcast_mismatch_is_a_runtime_error_not_a_crash():
+    m = make_model([helper.make_node("Add", ["a", "b"], ["y"])],
+                   [("a", T.FLOAT, ["n"]), ("b", T.FLOAT, ["m"])], [("y", T.FLOAT, [None])])
+    s = onnxc.InferenceSession(m)
+    np.testing.assert_array_equal(s.run(None, {"a": np.ones(3, np.float32), "b": np.ones(1, np.float32)})[0],
+                                  np.full(3, 2, np.float32))
+    with pytest.raises(onnxc.RuntimeFailure, match="shapes do not fit"):
+        s.run(None, {"a": np.ones(3, np.float32), "b": np.ones(4, np.float32)})
+
+
+def test_unknown_provider_warns_and_falls_back():
+    with pytest.warns(UserWarning, match="not in available provider names"):
+        s = onnxc.InferenceSession(bias_relu_model(), providers=["NoSuchExecutionProvider"])
+    assert s.get_providers() == ["CPUExecutionProvider"]
+
+
+def test_session_options_reject_unknown_attributes():
+    so = onnxc.SessionOptions()
+    so.graph_optimization_level = onnxc.GraphOptimizationLevel.ORT_DISABLE_ALL
+    with pytest.raises(AttributeError):
+        so.not_an_option = 1
+
+
+def test_optimization_levels_compile_and_agree():
+    x = np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
+    for level in onnxc.GraphOptimizationLevel:
+        so = onnxc.SessionOptions()
+        so.graph_optimization_level = level
+        s = onnxc.InferenceSession(bias_relu_model(), so)
+        np.testing.assert_allclose(s.run(None, {"x": x})[0], expected(x), rtol=1e-6)
+
+
+def test_cache_second_session_is_fast_and_tampering_forces_rebuild(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    data = bias_relu_model().SerializeToString()
+    s1 = onnxc.InferenceSession(data)
+    start = time.perf_counter()
+    s2 = onnxc.InferenceSession(data)
+    took = time.perf_counter() - start
+    assert s2.artifact_dir == s1.artifact_dir
+    assert took < 0.5, f"cached session took {took:.3f}s"
+    assert oct(os.stat(tmp_path / "cache").st_mode & 0o777) == oct(0o700)
+    with open(os.path.join(s1.artifact_dir, "libmodel.so"), "r+b") as f:
+        f.seek(100)
+        f.write(b"\0tampered\0")
+    s3 = onnxc.InferenceSession(data)
+    x = np.ones((2, 8), np.float32)
+    np.testing.assert_allclose(s3.run(None, {"x": x})[0], expected(x), rtol=1e-6)
+
+
+def test_cli_compile_then_load_artifact_without_compiling(tmp_path):
+    model_path = tmp_path / "m.onnx"
+    onnx.save(bias_relu_model(), model_path)
+    out = tmp_path / "build" / "model"
+    proc = subprocess.run([sys.executable, "-m", "onnxc", "compile", str(model_path), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("model.c", "model.h", "libmodel.so", "weights.bin", "manifest.json"):
+        assert (out / name).exists(), name
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"] == [{"name": "x", "dtype": "float", "shape": ["batch", 8]}]
+    source = (out / "model.c").read_text()
+    assert "Command: onnxc compile" in source.splitlines()[1]
+    assert "/* Add 'add'" in source and "/* Relu 'relu'" in source
+    s = onnxc.InferenceSession(str(out))
+    x = np.ones((4, 8), np.float32)
+    np.testing.assert_allclose(s.run(None, {"x": x})[0], expected(x), rtol=1e-6)
+    proc = subprocess.run([sys.executable, "-m", "onnxc", "run", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "y: tensor(float)" in proc.stdout
+
+
+def test_cli_reports_errors_without_traceback(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    proc = subprocess.run([sys.executable, "-m", "onnxc", "compile", str(bad), "-o", str(tmp_path / "o")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("onnxc: error:") and "Traceback" not in proc.stderr
+
+
+def test_large_weights_live_in_the_weights_file_not_the_source(tmp_path):
+    w = onnx.numpy_helper.from_array(np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32), "w")
+    m = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", T.FLOAT, [256, 256])],
+                   [("y", T.FLOAT, [256, 256])], [w])
+    onnxc.compile_model(m, tmp_path)
+    assert os.path.getsize(tmp_path / "weights.bin") >= 256 * 256 * 4
+    assert os.path.getsize(tmp_path / "model.c") < 64 * 1024
+    s = onnxc.InferenceSession(str(tmp_path))
+    x = np.ones((256, 256), np.float32)
+    np.testing.assert_allclose(s.run(None, {"x": x})[0], x + onnx.numpy_helper.to_array(w), rtol=1e-6)
