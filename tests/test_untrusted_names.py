@@ -1,0 +1,98 @@
+"""Names and strings from a model never reach generated C unescaped."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper
+
+import onnxc
+from helpers import make_model
+from onnxc.codegen.names import Mangler, c_string, comment
+
+HOSTILE = [
+    "*/ int evil = 1; /*",
+    "line\nbreak #include <stdio.h>\n",
+    '"quoted" \\ backslash',
+    "trigraph ??/\nsplice",
+    "#include \"/etc/passwd\"",
+    "x" * 5000,
+    "unicode \u2603 \u202e rtl",
+    "a/b",
+    "a_b",  # collides with "a/b" after mangling
+]
+
+
+def hostile_model() -> onnx.ModelProto:
+    names = [f"{h}" for h in HOSTILE]
+    nodes = []
+    prev = names[0]
+    for i, name in enumerate(names[1:], start=1):
+        nodes.append(helper.make_node("Relu" if i % 2 else "Add", [prev] if i % 2 else [prev, prev], [name],
+                                      name=HOSTILE[-i]))
+        prev = name
+    m = make_model(nodes, [(names[0], T.FLOAT, ["*/ dim\n", 3])], [(prev, T.FLOAT, ["*/ dim\n", 3])])
+    m.graph.name = "*/ graph \n#define X"
+    m.doc_string = "*/ doc"
+    m.producer_name = "\"); system(\"rm -rf /\"); //"
+    return m
+
+
+def code_outside_comments_and_strings(text: str) -> str:
+    """A small C lexer: what the compiler sees as code once comments and literals are removed."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("/*", i):
+            i = text.index("*/", i + 2) + 2
+        elif text.startswith("//", i):
+            i = text.index("\n", i)
+        elif text[i] == '"':
+            i += 1
+            while text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def test_hostile_names_compile_and_run_correctly(tmp_path):
+    m = hostile_model()
+    onnxc.compile_model(m, tmp_path, command="onnxc compile */ evil\n#include <x>")
+    source = (tmp_path / "model.c").read_text()
+    header = (tmp_path / "model.h").read_text()
+    for text in (source, header):
+        code = code_outside_comments_and_strings(text)
+        assert "evil" not in code and "stdio" not in code and "passwd" not in code
+        assert "#define X" not in code and "system" not in code
+        assert "??/" not in text and "x" * 200 not in text
+        assert text.isascii()
+    s = onnxc.InferenceSession(str(tmp_path))
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    y = x
+    for i in range(1, len(HOSTILE)):
+        y = np.maximum(y, 0) if i % 2 else y + y
+    np.testing.assert_allclose(s.run(None, {HOSTILE[0]: x})[0], y, rtol=1e-6)
+    assert s.get_inputs()[0].name == HOSTILE[0]
+    assert s.get_outputs()[0].name == HOSTILE[-1]
+    assert s.get_modelmeta().producer_name == m.producer_name
+
+
+def test_mangler_makes_unique_c_identifiers():
+    mangle = Mangler({"ctx"})
+    a, b, c = mangle("a/b", "t_"), mangle("a_b", "t_"), mangle("ctx", "")
+    assert len({a, b, c}) == 3 and c != "ctx"
+    assert mangle("a/b", "t_") == a
+    for ident in (a, b, c, mangle("x" * 5000, "t_"), mangle("\u2603", "t_")):
+        assert ident.isidentifier() and ident.isascii() and len(ident) <= 48
+
+
+def test_comment_and_literal_escaping():
+    for text in HOSTILE:
+        com = comment(text)
+        assert "*/" not in com and "\n" not in com and "\\" not in com and "??" not in com and com.isascii()
+        lit = c_string(text)
+        inner = lit[1:-1]
+        assert lit.startswith('"') and lit.endswith('"') and '"' not in inner and "\n" not in inner
+        assert "??" not in inner and inner.isascii()
