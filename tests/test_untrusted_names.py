@@ -1,6 +1,8 @@
 """Names and strings from a model never reach generated C unescaped."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 from onnx import TensorProto as T
@@ -64,8 +66,8 @@ def test_hostile_names_compile_and_run_correctly(tmp_path):
     header = (tmp_path / "model.h").read_text()
     for text in (source, header):
         code = code_outside_comments_and_strings(text)
-        assert "evil" not in code and "stdio" not in code and "passwd" not in code
-        assert "#define X" not in code and "system" not in code
+        for word in ("evil", "stdio", "passwd", "system", "X"):
+            assert not re.search(rf"\b{word}\b", code), word
         assert "??/" not in text and "x" * 200 not in text
         assert text.isascii()
     s = onnxc.InferenceSession(str(tmp_path))
