@@ -27,6 +27,9 @@ class Value:
     shape: Optional[Shape] = None
     const: Optional[np.ndarray] = None
     producer: Optional["Node"] = field(default=None, repr=False)
+    # For small int64 tensors that hold dims (e.g. the output of Shape on a symbolic
+    # tensor): the elements as dims, so shape arithmetic stays symbolic.
+    sym_value: Optional[tuple] = None
 
     @property
     def rank(self) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import numpy as np
@@ -70,6 +70,20 @@ class InferContext:
     """What shape inference of one node may read and create."""
     node: "Node"
     dims: "DimTable"
+    sym_values: dict = field(default_factory=dict)
+
+    def sym_value(self, i: int) -> Optional[tuple]:
+        """Elements of an int tensor as dims (ints or symbols), if known at compile time."""
+        v = self.node.input(i)
+        if v is None:
+            return None
+        if v.const is not None and v.const.dtype.kind in "iu" and v.const.ndim <= 1:
+            return tuple(int(x) for x in v.const.reshape(-1))
+        return v.sym_value
+
+    def set_sym_value(self, output: int, dims) -> None:
+        """Record that output ``output`` holds these dims (see Value.sym_value)."""
+        self.sym_values[output] = tuple(dims)
 
     def fail(self, msg: str) -> ShapeError:
         return ShapeError(f"{self.node.label}: {msg}")

@@ -19,8 +19,9 @@ FOLD_MAX_ELEMENTS = 1 << 22
 
 
 def infer_node(graph: Graph, node: Node) -> None:
+    ctx = InferContext(node, graph.dims)
     try:
-        results = node.impl.infer(node, InferContext(node, graph.dims))
+        results = node.impl.infer(node, ctx)
     except OnnxcError:
         raise
     except Exception as e:  # a bug or a malformed attribute: report it against the node
@@ -37,6 +38,8 @@ def infer_node(graph: Graph, node: Node) -> None:
             if isinstance(d, int) and d < 0:
                 raise ShapeError(f"{node.label}: output {out.name!r} would have negative dim {d}")
         out.dtype, out.shape = dtype, tuple(shape)
+    for i, out in enumerate(node.outputs):
+        out.sym_value = ctx.sym_values.get(i)
 
 
 def infer_shapes(graph: Graph) -> None:

@@ -1,0 +1,143 @@
+"""Models used by tests and benchmarks: the onnx package's light CNN zoo with random
+weights, and a transformer encoder built from primitive ONNX ops."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+LIGHT_ZOO = ["light_bvlc_alexnet", "light_densenet121", "light_inception_v1", "light_inception_v2",
+             "light_resnet50", "light_shufflenet", "light_squeezenet", "light_vgg19", "light_zfnet512"]
+
+
+def light_model_path(name: str) -> str:
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", f"{name}.onnx")
+
+
+def with_random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
+    """Replace ConstantOfShape-made weights with random initializers of the same shape.
+
+    Conv/Gemm weights get He-style scaling so activations stay in range; BatchNorm
+    scale and variance stay positive.
+    """
+    rng = np.random.default_rng(seed)
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    g = model.graph
+    inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    bn_positive = {n.input[k] for n in g.node if n.op_type == "BatchNormalization" for k in (1, 4)}
+    kept, new_inits = [], []
+    for node in g.node:
+        if node.op_type == "ConstantOfShape" and node.input[0] in inits:
+            shape = tuple(int(d) for d in inits[node.input[0]])
+            name = node.output[0]
+            if name in bn_positive:
+                value = rng.uniform(0.5, 1.5, shape)
+            elif len(shape) >= 2:
+                fan_in = int(np.prod(shape[1:]))
+                value = rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)
+            else:
+                value = rng.standard_normal(shape) * 0.1
+            new_inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        else:
+            kept.append(node)
+    del g.node[:]
+    g.node.extend(kept)
+    g.initializer.extend(new_inits)
+    return model
+
+
+def encoder_block(hidden: int = 64, heads: int = 4, ffn: int = 128, layers: int = 1, vocab: int = 100,
+                  seed: int = 0, opset: int = 17) -> onnx.ModelProto:
+    """A BERT-style encoder: embedding Gather, attention with a padding mask, GELU (Erf) FFN,
+    LayerNormalization, with symbolic batch and sequence dims and shapes computed in-graph."""
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    count = [0]
+
+    def const(value, name=None) -> str:
+        count[0] += 1
+        name = name or f"c{count[0]}"
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def weight(*shape) -> str:
+        return const((rng.standard_normal(shape) / math.sqrt(shape[0])).astype(np.float32))
+
+    def node(op, inputs, **attrs) -> str:
+        count[0] += 1
+        out = f"{op.lower()}_{count[0]}"
+        nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{count[0]}", **attrs))
+        return out
+
+    dh = hidden // heads
+    ids_shape = node("Shape", ["input_ids"])
+    batch = node("Gather", [ids_shape, const(np.array(0, np.int64))], axis=0)
+    seq = node("Gather", [ids_shape, const(np.array(1, np.int64))], axis=0)
+    x = node("Gather", [const(rng.standard_normal((vocab, hidden)).astype(np.float32)), "input_ids"], axis=0)
+    positions = node("Range", [const(np.array(0, np.int64)), seq, const(np.array(1, np.int64))])
+    pos_emb = node("Gather", [const(rng.standard_normal((512, hidden)).astype(np.float32) * 0.1), positions], axis=0)
+    x = node("Add", [x, pos_emb])
+    # mask: (B, 1, 1, S) additive, from attention_mask (B, S) int64
+    mask_bool = node("Equal", ["attention_mask", const(np.array(0, np.int64))])
+    mask_bool = node("Unsqueeze", [mask_bool, const(np.array([1, 2], np.int64))])
+    mask = node("Where", [mask_bool, const(np.array(-1e4, np.float32)), const(np.array(0.0, np.float32))])
+    heads_shape = node("Concat", [node("Unsqueeze", [batch, const(np.array([0], np.int64))]),
+                                  node("Unsqueeze", [seq, const(np.array([0], np.int64))]),
+                                  const(np.array([heads, dh], np.int64))], axis=0)
+    merged_shape = node("Concat", [node("Unsqueeze", [batch, const(np.array([0], np.int64))]),
+                                   node("Unsqueeze", [seq, const(np.array([0], np.int64))]),
+                                   const(np.array([hidden], np.int64))], axis=0)
+    for _ in range(layers):
+        def proj(inp, n_out):
+            return node("Add", [node("MatMul", [inp, weight(hidden, n_out)]), const(np.zeros(n_out, np.float32))])
+
+        def split_heads(t):
+            return node("Transpose", [node("Reshape", [t, heads_shape])], perm=[0, 2, 1, 3])
+        q, k, v = (split_heads(proj(x, hidden)) for _ in range(3))
+        scores = node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])])
+        scores = node("Div", [scores, const(np.array(math.sqrt(dh), np.float32))])
+        probs = node("Softmax", [node("Add", [scores, mask])], axis=-1)
+        ctx = node("Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), merged_shape])
+        x = node("LayerNormalization", [node("Add", [x, proj(ctx, hidden)]),
+                                        const(np.ones(hidden, np.float32)), const(np.zeros(hidden, np.float32))],
+                 axis=-1, epsilon=1e-5)
+        h = node("MatMul", [x, weight(hidden, ffn)])
+        gelu = node("Mul", [node("Mul", [h, const(np.array(0.5, np.float32))]),
+                            node("Add", [node("Erf", [node("Div", [h, const(np.array(math.sqrt(2), np.float32))])]),
+                                         const(np.array(1.0, np.float32))])])
+        out = node("Add", [node("MatMul", [gelu, weight(ffn, hidden)]), const(np.zeros(hidden, np.float32))])
+        # a hand-written layer norm (ReduceMean, Sub, Pow, Sqrt, Div) as exported by older tools
+        r = node("Add", [x, out])
+        mean = node("ReduceMean", [r], axes=[-1]) if opset < 18 else node("ReduceMean", [r, const(np.array([-1], np.int64))])
+        d = node("Sub", [r, mean])
+        var = node("ReduceMean", [node("Pow", [d, const(np.array(2.0, np.float32))])], axes=[-1]) if opset < 18 else \
+            node("ReduceMean", [node("Pow", [d, const(np.array(2.0, np.float32))]), const(np.array([-1], np.int64))])
+        x = node("Div", [d, node("Sqrt", [node("Add", [var, const(np.array(1e-5, np.float32))])])])
+    pooled = node("Tanh", [node("Gemm", [node("Cast", [node("Flatten", [node("Slice", [
+        x, const(np.array([0], np.int64)), const(np.array([1], np.int64)), const(np.array([1], np.int64))])], axis=1)],
+        to=T.FLOAT), weight(hidden, hidden), const(np.zeros(hidden, np.float32))])])
+    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    nodes.append(helper.make_node("Identity", [pooled], ["pooled"]))
+    graph = helper.make_graph(nodes, "encoder",
+                              [helper.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
+                               helper.make_tensor_value_info("attention_mask", T.INT64, ["batch", "seq"])],
+                              [helper.make_tensor_value_info("last_hidden_state", T.FLOAT, ["batch", "seq", hidden]),
+                               helper.make_tensor_value_info("pooled", T.FLOAT, ["batch", hidden])],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def encoder_feed(batch: int, seq: int, vocab: int = 100, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), np.int64)
+    if seq > 2:
+        mask[0, -2:] = 0
+    return {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int64), "attention_mask": mask}
