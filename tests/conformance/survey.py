@@ -1,0 +1,72 @@
+"""Run every conformance case and report, or rewrite expected_failures.txt.
+
+    python tests/conformance/survey.py                # print pass count and failure reasons
+    python tests/conformance/survey.py --write        # rewrite expected_failures.txt from this run
+    python tests/conformance/survey.py -k softmax     # only cases whose name contains 'softmax'
+
+Reasons written by --write come from the failure itself (the unsupported op, type
+or feature); review numeric mismatches by hand before committing.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import tempfile
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from conformance.cases import EXPECTED_FAILURES, all_cases, expected_failures, run_case  # noqa: E402
+
+
+def _reason(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    kind = type(err).__name__
+    if "does not support:" in text:
+        ops = text.split("does not support:", 1)[1].strip()
+        return f"unsupported operator: {ops.split(': nodes')[0]}"
+    return f"{kind}: {text[:220]}"
+
+
+def _run(name: str) -> tuple[str, str | None]:
+    warnings.simplefilter("ignore")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            run_case(all_cases()[name], os.path.join(tmp, "artifact"))
+            return name, None
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            return name, _reason(e)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("-k", default="")
+    parser.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    os.environ.setdefault("ONNXC_CACHE_DIR", tempfile.mkdtemp(prefix="onnxc-survey-"))
+    names = sorted(n for n in all_cases() if args.k in n)
+    with multiprocessing.Pool(args.j) as pool:
+        results = dict(pool.imap_unordered(_run, names, chunksize=4))
+    failures = {n: r for n, r in sorted(results.items()) if r is not None}
+    passed = len(names) - len(failures)
+    for n, r in failures.items():
+        print(f"{n}: {r}")
+    print(f"{passed} of {len(names)} cases pass ({100.0 * passed / max(len(names), 1):.1f}%)")
+    if args.write:
+        old = expected_failures()
+        keep = {n: r for n, r in old.items() if n not in results}
+        keep.update(failures)
+        with open(EXPECTED_FAILURES, "w", encoding="utf-8") as f:
+            f.write("# ONNX node conformance cases onnxc does not pass yet, one per line: `name: reason`.\n"
+                    "# A listed case that passes fails the suite: remove it. Regenerate with\n"
+                    "# `python tests/conformance/survey.py --write` and review the reasons.\n")
+            for n in sorted(keep):
+                f.write(f"{n}: {keep[n]}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
