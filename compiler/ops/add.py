@@ -1,12 +1,12 @@
 from .. import dtypes as dt
-from ._elementwise import Binary
+from ._binary import Broadcasting, wrapping
 from .registry import register
 
 
 @register("Add", since=1)
-class Add(Binary):
+class Add(Broadcasting):
     """C = A + B, broadcasting."""
     types = dt.NUMERIC
 
     def scalar(self, a, b, node, t):
-        return f"{a} + {b}"
+        return wrapping("+", a, b, t.dtype)

@@ -4,6 +4,17 @@ from .registry import register
 from ._copy import Copy
 
 
+@register("Reshape", since=1, until=4)
+class ReshapeV1(Copy):
+    """Y = X with the shape attribute; 0 copies a dim, -1 is inferred."""
+
+    def infer(self, node, ctx):
+        x = ctx.inp(0)
+        if "shape" not in node.attrs:
+            raise ctx.fail("the shape attribute is required")
+        return [(x.dtype, resolve_shape(ctx, x.shape, list(node.attrs["shape"]), 0))]
+
+
 @register("Reshape", since=5)
 class Reshape(Copy):
     """Y = X with a new shape; 0 copies a dim (unless allowzero), -1 is inferred."""

@@ -1,0 +1,39 @@
+from onnx import TensorProto
+
+from ...codegen.kernel import Kernel, KernelContext
+from .. import dtypes as dt
+from ..errors import UnsupportedError
+from ._cast import CAST_HELPERS, convert
+from ._elementwise import elementwise_kernel
+from .registry import OpDef, register
+
+
+def target_type(to) -> dt.DType:
+    """The ``to`` attribute (a TensorProto.DataType; its name before opset 6) as a DType."""
+    if isinstance(to, str):
+        if to.upper() not in TensorProto.DataType.keys():
+            raise UnsupportedError(f"Cast to unknown type {to!r}")
+        to = TensorProto.DataType.Value(to.upper())
+    return dt.from_onnx(to)
+
+
+def cast_kernel(k: KernelContext) -> Kernel:
+    """Elementwise conversion of input 0 to the output's type."""
+    x, y = k.input(0), k.out
+    kernel = elementwise_kernel(k, [x], lambda v: convert(v[0], x.dtype, y.dtype))
+    if x.dtype.is_float and y.dtype.is_int:
+        kernel.helpers.append(CAST_HELPERS)
+    return kernel
+
+
+@register("Cast", since=1)
+class Cast(OpDef):
+    """output = input converted to type ``to``."""
+
+    def infer(self, node, ctx):
+        if "to" not in node.attrs:
+            raise ctx.fail("attribute 'to' is required")
+        return [(target_type(node.attrs["to"]), ctx.inp(0).shape)]
+
+    def lower(self, node, k):
+        return cast_kernel(k)

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ...codegen import cexpr
+from ...codegen.kernel import Kernel, KernelContext
+from ...codegen.names import c_string
+from .. import dtypes as dt
+from ..ir import Node
+from . import _gemm
+from ._conv_pool import affine, axes_data, conv_shape, flat_index, pads_c, window
+from ._elementwise import check_dtype
+from .registry import InferContext, OpDef, register
+
+
+@register("Conv", since=1)
+class Conv(OpDef):
+    """Y = conv(X, W) + B: N-D convolution with groups, strides, dilations and padding."""
+
+    def infer(self, node: Node, ctx: InferContext):
+        x, w = ctx.inp(0), ctx.inp(1)
+        check_dtype(ctx, x.dtype, dt.FLOATS)
+        for i in (1, 2):
+            if ctx.has(i) and ctx.inp(i).dtype != x.dtype:
+                raise ctx.fail(f"input {i} type {ctx.inp(i).dtype} differs from X type {x.dtype}")
+        shape = conv_shape(node, ctx.dims, x.shape, w.shape, ctx.fail)
+        if ctx.has(2):
+            b = ctx.inp(2).shape
+            if len(b) != 1 or (isinstance(b[0], int) and isinstance(shape[1], int) and b[0] != shape[1]):
+                raise ctx.fail(f"B must be a vector of the {shape[1]} output channels, got shape {list(b)}")
+        return [(x.dtype, shape)]
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        x, w = k.input(0), k.input(1)
+        native = _gemm.native(x.dtype)
+        mg = per_group(w.dims[0], node.attrs.get("group", 1))
+        bias = k.input(2).load(f"g * {cexpr.lit(mg)} + m") if k.has_input(2) else "0"
+        checks = []
+        if k.has_input(2) and k.input(2).dims[0] != w.dims[0]:
+            checks.append({"cond": f"{cexpr.lit(k.input(2).dims[0])} != {cexpr.lit(w.dims[0])}",
+                           "msg": c_string("Conv: B does not have one value per output channel")})
+        return conv_kernel(node, k, _gemm.gemm_type(x.dtype), x_load=x.dtype.load, x_native=native,
+                           w_load=None if native else w.load("m * {K} + i"), bias=bias,
+                           y_store=None if native else k.out.store("acc[i]"), checks=checks)
+
+
+def per_group(total: cexpr.CExpr, group: int) -> cexpr.CExpr:
+    return total // group if isinstance(total, int) else f"({total} / {group})"
+
+
+def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str, x_native: bool,
+                w_load: Optional[str], bias: str, y_store: Optional[str],
+                checks: Sequence[dict[str, str]] = ()) -> Kernel:
+    """The ``c/conv.c.j2`` kernel of Conv and ConvInteger.
+
+    x_load: format string converting an X element to the GEMM type; x_native: X is already
+    that type; w_load: expression (of m and i, ``{K}`` for the row length) filling a converted
+    copy of W, or None to use W as is; bias: expression of g and m; y_store: expression of
+    ``acc[i]`` storing a GEMM-type result to Y, or None to accumulate into Y directly.
+    """
+    x, w, y = k.input(0), k.input(1), k.out
+    group = node.attrs.get("group", 1)
+    rank = x.rank - 2
+    win = window(node, rank, w.shape[2:], k.unsupported)
+    in_dims, out_dims = x.dims[2:], y.dims[2:]
+    begins, _ = pads_c(win, in_dims, out_dims)
+    n, c, m = x.dims[0], x.dims[1], w.dims[0]
+    cg, mg = w.dims[1], per_group(m, group)
+    kp = cexpr.prod(win.kernel)
+    kk = cexpr.mul(cg, kp)
+    size_in, size_out = cexpr.prod(in_dims), cexpr.prod(out_dims)
+    direct = (x_native and all(v == 1 for v in win.kernel + win.strides)
+              and all(b == 0 for b in begins))
+    checks = list(checks)
+    if c != cexpr.mul(cg, group):
+        checks.append({"cond": f"{cexpr.lit(c)} != {cexpr.lit(cexpr.mul(cg, group))}",
+                       "msg": c_string(f"{node.op_type}: X channels differ from W channels times group")})
+    axes = axes_data(win, in_dims, out_dims, begins)
+    for a, axis in enumerate(axes):
+        # input position of output o{a} (outer axes) or the shift of o * stride (last axis)
+        o_term = [(f"o{a}", win.strides[a])] if a < rank - 1 else []
+        axis["pos"] = affine(*o_term, (f"k{a}", win.dilations[a]), const=_neg(begins[a]))
+    cast = "" if g.ctype == w.ctype else f"(const {g.ctype} *)"
+    data = {
+        "checks": checks, "ct": g.ctype, "xt": x.ctype, "yt": y.ctype, "gemm": g.fn,
+        "N": cexpr.lit(n), "C": cexpr.lit(c), "M": cexpr.lit(m), "G": group, "Cg": cexpr.lit(cg),
+        "Mg": cexpr.lit(mg), "K": cexpr.lit(kk), "IN": cexpr.lit(size_in), "OUT": cexpr.lit(size_out),
+        "axes": axes, "direct": direct,
+        "x_load": x_load, "x_ptr": x.name,
+        "w_load": w_load.format(K=cexpr.lit(kk)) if w_load else None,
+        "w_ptr": f"{cast}{w.name}",
+        "bias": bias, "y_store": y_store,
+        "y_ptr": f"({g.ctype} *){y.name}" if y_store is None and g.ctype != y.ctype else y.name,
+        "row_index": flat_index(["c"] + [f"k{a}" for a in range(rank)], [cg] + list(win.kernel)),
+        "dst_offset": _row_offset("o", out_dims), "src_offset": _row_offset("i", in_dims),
+    }
+    kernel = k.kernel("c/conv.c.j2", helpers=(_gemm.HELPER,), **data)
+    if w_load:
+        kernel.scratch["w"] = cexpr.mul(m, kk, g.size)
+    if not direct:
+        kernel.scratch["col"] = cexpr.mul(kk, size_out, g.size)
+    if y_store:
+        kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
+    kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out, kk)
+    return kernel
+
+
+def _row_offset(prefix: str, sizes: Sequence[cexpr.CExpr]) -> str:
+    """Flat offset of the row (last axis) at positions prefix0.. of the leading axes."""
+    if len(sizes) == 1:
+        return "0"
+    lead = flat_index([f"{prefix}{a}" for a in range(len(sizes) - 1)], sizes[:-1])
+    return f"{lead} * {cexpr.lit(sizes[-1])}"
+
+
+def _neg(x: cexpr.CExpr) -> cexpr.CExpr:
+    return -x if isinstance(x, int) else f"-{x}"

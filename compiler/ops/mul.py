@@ -1,0 +1,12 @@
+from .. import dtypes as dt
+from ._binary import Broadcasting, wrapping
+from .registry import register
+
+
+@register("Mul", since=1)
+class Mul(Broadcasting):
+    """C = A * B, broadcasting."""
+    types = dt.NUMERIC
+
+    def scalar(self, a, b, node, t):
+        return wrapping("*", a, b, t.dtype)

@@ -1,0 +1,11 @@
+from ._unary import FloatUnary, flit, sigmoid
+from .registry import register
+
+
+@register("Swish", since=24)
+class Swish(FloatUnary):
+    """Y = X * sigmoid(alpha * X)."""
+
+    def scalar(self, x, node, t):
+        alpha = flit(node.attrs["alpha"], t.compute)
+        return f"{x} * {sigmoid(f'({alpha} * {x})', t.compute)}"
