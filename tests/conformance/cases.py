@@ -78,6 +78,8 @@ def run_case(case: Any, workdir: str, opt: str = "-O3") -> None:
             raise Mismatch(f"case feeds {len(inputs)} inputs, model declares {len(input_names)}")
         feed = {}
         for name, value in zip(input_names, inputs):
+            if isinstance(value, np.generic):
+                value = np.asarray(value)
             if not isinstance(value, np.ndarray):
                 raise onnxc.UnsupportedError(f"input {name!r} is a {type(value).__name__}, not a tensor")
             feed[name] = value
