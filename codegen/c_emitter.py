@@ -122,6 +122,11 @@ class CEmitter:
         for i, v in enumerate(g.outputs):
             self._emit_output(i, v)
 
+        # Constants only some kernel bodies read (e.g. a Reshape's shape) are not emitted.
+        referenced = {a for st in self.steps if st["kind"] == "call" for a in st["args"]} | \
+            {st["src"] for st in self.steps if st["kind"] == "copy_output"}
+        self.consts = [c for c in self.consts if c["var"] in referenced]
+        weight_refs = [w for w in weight_refs if w["var"] in referenced]
         heap_vars = [loc.var for loc in self.locs.values() if loc.kind == "heap"]
         data = {
             "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
