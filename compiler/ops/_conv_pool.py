@@ -9,13 +9,18 @@ bounds-checked per axis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
+from ...codegen.kernel import Kernel, KernelContext, TensorRef
+from .. import dtypes as dt
 from ..dims import Dim, DimTable
 from ..errors import ShapeError
 from ..ir import Node
+from ._elementwise import check_dtype
+from ._reduce import math_fn
+from .registry import InferContext, OpDef
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -172,3 +177,121 @@ def conv_shape(node: Node, dims: DimTable, x_shape: tuple, w_shape: tuple,
     except ShapeError as e:
         raise fail(str(e)) from None
     return (x_shape[0], m, *spatial)
+
+
+# ---- pooling ---------------------------------------------------------------------
+
+class Pool(OpDef):
+    """Shared inference and lowering of MaxPool, AveragePool and LpPool (``c/pool.c.j2``)."""
+    kind: ClassVar[str] = ""                       # "max" | "avg" | "lp"
+    types: ClassVar[Sequence[dt.DType]] = dt.FLOATS
+
+    def window(self, node: Node, rank: int, fail: Callable[[str], ShapeError]) -> Window:
+        kernel = node.attrs.get("kernel_shape")
+        if not kernel:
+            raise fail("kernel_shape is required")
+        return window(node, rank, kernel, fail, ceil_mode=bool(node.attrs.get("ceil_mode", 0)))
+
+    def infer(self, node: Node, ctx: InferContext):
+        x = ctx.inp(0)
+        check_dtype(ctx, x.dtype, self.types)
+        if len(x.shape) < 3:
+            raise ctx.fail(f"X must have a batch, a channel and spatial axes, got shape {list(x.shape)}")
+        win = self.window(node, len(x.shape) - 2, ctx.fail)
+        try:
+            shape = (x.shape[0], x.shape[1], *output_dims(win, ctx.dims, x.shape[2:]))
+        except ShapeError as e:
+            raise ctx.fail(str(e)) from None
+        return [(x.dtype, shape), (dt.INT64, shape)][:len(node.outputs)]
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        x, y = k.input(0), k.out
+        rank = x.rank - 2
+        win = self.window(node, rank, k.unsupported)
+        in_dims, out_dims = x.dims[2:], y.dims[2:]
+        begins, ends = pads_c(win, in_dims, out_dims)
+        axes = axes_data(win, in_dims, out_dims, begins, ends)
+        for a, axis in enumerate(axes):
+            d, h = win.dilations[a], f"h{a}"
+            axis["start"] = affine((f"o{a}", win.strides[a]), const=_negate(begins[a]))
+            axis["pos"] = affine((h, 1), (f"k{a}", d))
+            axis["lo"] = f"-{h}" if d == 1 else f"onnxc_dim_ceildiv(-{h}, {d})"
+            axis["hi"] = _window_count(f"{axis['i']} - {h}", d, win.kernel[a])
+            if self.kind == "avg" and node.attrs.get("count_include_pad", 0):
+                axis["count"] = _window_count(f"{axis['i']} + {axis['pe']} - {h}", d, win.kernel[a])
+        names = [f"i{a}" for a in range(rank)]
+        data = {
+            "kind": self.kind, "axes": axes, "NC": cexpr.lit(cexpr.mul(x.dims[0], x.dims[1])),
+            "IN": cexpr.lit(cexpr.prod(in_dims)), "OUT": cexpr.lit(cexpr.prod(out_dims)),
+            "ct": x.compute, "xt": x.ctype, "yt": y.ctype, "X": x.name, "Y": y.name,
+            "load": x.dtype.load.format("xp[i]"), "flat": flat_index(names, in_dims),
+            "include_pad": self.kind == "avg" and bool(node.attrs.get("count_include_pad", 0)),
+            "indices": k.outputs[1].name if len(k.outputs) > 1 else None,
+            "arg": _column_major(names, in_dims) if node.attrs.get("storage_order", 0) else "i",
+        }
+        data.update(self.reduction(node, x))
+        data["store"] = y.store(data["result"])
+        return k.kernel("c/pool.c.j2", **data)
+
+    def reduction(self, node: Node, x: TensorRef) -> dict[str, Any]:
+        """init: accumulator start; step: statement folding v into acc; result: of acc (and count)."""
+        raise NotImplementedError
+
+
+def _negate(x: CExpr) -> CExpr:
+    return -x if isinstance(x, int) else f"-{x}"
+
+
+def _window_count(room: str, d: int, k: int) -> str:
+    """Kernel offsets k' < k with h + k' * d below a bound, given room = bound - h (may be <= 0)."""
+    reach = f"{room}" if d == 1 else f"onnxc_dim_floordiv({room} - 1, {d}) + 1"
+    return f"onnxc_dim_min({k}, {reach})"
+
+
+def _column_major(names: Sequence[str], sizes: Sequence[CExpr]) -> str:
+    """Flat index with the first spatial axis fastest (MaxPool storage_order = 1)."""
+    expr = names[-1]
+    for name, size in zip(reversed(names[:-1]), reversed(sizes[:-1])):
+        expr = f"({expr} * {cexpr.lit(size)} + {name})"
+    return expr
+
+
+def lp_power(p: float, v: str, compute: str) -> str:
+    """|v| ** p in the compute type."""
+    if p == 1:
+        return f"{math_fn('fabs', compute)}({v})"
+    if p == 2:
+        return f"{v} * {v}"
+    return f"{math_fn('pow', compute)}({math_fn('fabs', compute)}({v}), {float(p)!r})"
+
+
+def lp_root(p: float, acc: str, compute: str) -> str:
+    """acc ** (1 / p) in the compute type."""
+    if p == 1:
+        return acc
+    if p == 2:
+        return f"{math_fn('sqrt', compute)}({acc})"
+    return f"{math_fn('pow', compute)}({acc}, {1.0 / p!r})"
+
+
+class GlobalPool(OpDef):
+    """Shared GlobalAveragePool / GlobalMaxPool / GlobalLpPool: one value per (n, c) plane."""
+
+    def infer(self, node: Node, ctx: InferContext):
+        x = ctx.inp(0)
+        check_dtype(ctx, x.dtype, dt.FLOATS)
+        if len(x.shape) < 3:
+            raise ctx.fail(f"X must have a batch, a channel and spatial axes, got shape {list(x.shape)}")
+        return [(x.dtype, (x.shape[0], x.shape[1]) + (1,) * (len(x.shape) - 2))]
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        x, y = k.input(0), k.out
+        size = cexpr.lit(cexpr.prod(x.dims[2:]))
+        init, step, result = self.reduction(node, x, size)
+        return k.kernel("c/global_pool.c.j2", NC=cexpr.lit(cexpr.mul(x.dims[0], x.dims[1])), IN=size,
+                        X=x.name, Y=y.name, xt=x.ctype, ct=x.compute, load=x.dtype.load.format("xp[i]"),
+                        init=init, step=step, store=y.store(result))
+
+    def reduction(self, node: Node, x: TensorRef, size: str) -> tuple[str, str, str]:
+        """(accumulator start, statement folding v into acc, result of acc)."""
+        raise NotImplementedError

@@ -54,12 +54,15 @@ def native(t: dt.DType) -> bool:
     return t in (dt.FLOAT, dt.DOUBLE, dt.INT32, dt.UINT32, dt.INT64, dt.UINT64)
 
 
-def pack_bytes(g: GemmType, m: CExpr, n: CExpr, k: CExpr, b_contiguous: bool = True) -> CExpr:
-    """Bytes of ``pack`` one ``onnxc_gemm_*(m, n, k, ...)`` call needs (an upper bound if symbolic)."""
+def pack_bytes(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: bool = True) -> CExpr:
+    """Bytes of ``pack`` one ``onnxc_gemm_*(m, n, k, ...)`` call needs (an upper bound if symbolic).
+
+    few_rows_unpacked: the operands' strides let the helper skip packing when m < MR
+    (B rows contiguous, or B' columns and A rows contiguous)."""
     nr = NR[g.name]
     nc = 16 * nr
     if isinstance(m, int) and isinstance(n, int) and isinstance(k, int):
-        if m < MR and b_contiguous:
+        if m < MR and few_rows_unpacked:
             return 0
         kc = min(k, KC)
         n_up = min(-(-n // nr) * nr, nc)

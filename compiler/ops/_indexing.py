@@ -158,3 +158,14 @@ def elements_data(k: KernelContext, data: TensorRef, indices: TensorRef, axis: i
     loops = loops_data(indices.dims, [0 if a == axis else s for a, s in enumerate(strides)])
     return {"loops": loops, "checks": checks, "dim": cexpr.lit(data.dims[axis]),
             "axis_stride": cexpr.lit(strides[axis]), "indices": indices.name}
+
+
+def reduction_expr(reduction: str, y: str, u: str, t: dt.DType) -> str:
+    """Compute-type C expression combining the current output value ``y`` with an update ``u``."""
+    if reduction == "none":
+        return u
+    if t.kind == "bool":
+        return {"add": f"({y} || {u})", "mul": f"({y} && {u})", "max": f"({y} || {u})",
+                "min": f"({y} && {u})"}[reduction]
+    return {"add": f"{y} + {u}", "mul": f"{y} * {u}", "max": f"({u} > {y} ? {u} : {y})",
+            "min": f"({u} < {y} ? {u} : {y})"}[reduction]

@@ -31,11 +31,9 @@ class Dropout(OpDef):
     def lower(self, node, k):
         x, y = k.input(0), k.out
         mask = k.outputs[1] if len(k.outputs) > 1 else None
-        check = self.training_check(k)
-        unread = [k.input(i).name for i in (1, 2) if k.has_input(i) and k.input(i).name not in check]
         return k.kernel("c/dropout.c.j2", data=x.name, output=y.name, ctype=y.ctype, count=cexpr.lit(y.numel),
                         mask=mask.name if mask else "", one=mask.store("1") if mask else "",
-                        training_check=check, unread=unread)
+                        training_check=self.training_check(k))
 
 
 @register("Dropout", since=12)

@@ -1,0 +1,37 @@
+"""C literals of tensor values, for kernels that write constants (Constant, ConstantOfShape)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+
+
+def c_literal(x, dtype: dt.DType) -> str:
+    """One element as a C constant expression of ``dtype``'s storage type."""
+    if dtype is dt.BFLOAT16:
+        return str(int(np.asarray(x, dtype=dtype.np).view(np.uint16)))
+    if dtype.is_float:
+        v = float(x)
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "-INFINITY"
+        return v.hex() + ("" if dtype is dt.DOUBLE else "f")
+    if dtype is dt.BOOL:
+        return "1" if x else "0"
+    v = int(x)
+    if dtype is dt.INT64:
+        return "INT64_MIN" if v == -2**63 else f"INT64_C({v})"
+    if dtype is dt.INT32:
+        return "INT32_MIN" if v == -2**31 else str(v)
+    if dtype is dt.UINT64:
+        return f"UINT64_C({v})"
+    if dtype is dt.UINT32:
+        return f"{v}u"
+    return str(v)
+
+
+def c_literals(array: np.ndarray, dtype: dt.DType) -> list[str]:
+    return [c_literal(x, dtype) for x in np.asarray(array).reshape(-1)]

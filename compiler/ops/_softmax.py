@@ -1,0 +1,47 @@
+"""Shared machinery of Softmax, LogSoftmax and Hardmax (the ``c/softmax.c.j2`` family).
+
+Each normalizes the slices [outer, n, inner] of its input along n. Before
+opset 13 the input is coerced to 2-D at ``axis`` (n covers every axis from
+``axis`` on); from opset 13 n is the single axis ``axis``.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ...codegen import cexpr
+from ...codegen.kernel import Kernel, KernelContext
+from .. import dtypes as dt
+from ..ir import Node
+from ._reduce import check_type, math_fn, normalize_axis, split_at
+from .registry import InferContext, OpDef
+
+
+class SoftmaxFamily(OpDef):
+    """Base: ``mode`` is "softmax", "log_softmax" or "hardmax"."""
+    mode: ClassVar[str] = ""
+    coerce_2d: ClassVar[bool] = False
+
+    def infer(self, node: Node, ctx: InferContext):
+        x = ctx.inp(0)
+        check_type(ctx, x.dtype, dt.FLOATS)
+        rank = len(x.shape)
+        if rank == 0:
+            raise ctx.fail("input must have rank >= 1")
+        normalize_axis(ctx, self.axis(node), rank)
+        return [(x.dtype, x.shape)]
+
+    def axis(self, node: Node) -> int:
+        return node.attrs.get("axis", 1 if self.coerce_2d else -1)
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        x, y = k.input(0), k.out
+        axis = self.axis(node) % x.rank
+        outer, n, inner = split_at(x.dims, axis, x.rank if self.coerce_2d else None)
+        c = x.compute
+        step = "k" if inner == 1 else f"k * {cexpr.lit(inner)}"
+        return k.kernel("c/softmax.c.j2", mode=self.mode, compute=c, output=y.name,
+                        outer=cexpr.lit(outer), n=cexpr.lit(n), inner=cexpr.lit(inner),
+                        block=cexpr.lit(cexpr.mul(n, inner)), at=f"base + {step}",
+                        load=x.load("{}"), store=y.store("{}"), in_place=c == y.ctype,
+                        exp=math_fn("exp", c), log=math_fn("log", c))
+

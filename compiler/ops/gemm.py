@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from ...codegen import cexpr
+from ...codegen.kernel import Kernel, KernelContext, TensorRef
+from ...codegen.names import c_string
+from .. import dtypes as dt
+from ..errors import ShapeError
+from ..ir import Node
+from . import _gemm
+from ._elementwise import check_dtype
+from .registry import InferContext, OpDef, register
+
+TYPES = (dt.FLOAT, dt.DOUBLE, dt.FLOAT16, dt.BFLOAT16, dt.INT32, dt.INT64, dt.UINT32, dt.UINT64)
+
+
+@register("Gemm", since=1)
+class Gemm(OpDef):
+    """Y = alpha * A' B' + beta * C, A' / B' optionally transposed, C broadcast to (M, N)."""
+
+    def infer(self, node: Node, ctx: InferContext):
+        a, b = ctx.inp(0), ctx.inp(1)
+        check_dtype(ctx, a.dtype, TYPES, "A")
+        for i in (1, 2):
+            if ctx.has(i) and ctx.inp(i).dtype != a.dtype:
+                raise ctx.fail(f"input {i} type {ctx.inp(i).dtype} differs from A type {a.dtype}")
+        if len(a.shape) != 2 or len(b.shape) != 2:
+            raise ctx.fail(f"A {list(a.shape)} and B {list(b.shape)} must be matrices")
+        m, ka = a.shape[::-1] if node.attrs.get("transA", 0) else a.shape
+        kb, n = b.shape[::-1] if node.attrs.get("transB", 0) else b.shape
+        try:
+            ctx.dims.same(ka, kb)
+        except ShapeError as e:
+            raise ctx.fail(f"inner dims of A and B: {e}") from None
+        if ctx.has(2):
+            c = ctx.inp(2).shape
+            padded = (1,) * (2 - len(c)) + tuple(c)
+            if len(c) > 2 or any(isinstance(d, int) and isinstance(t, int) and d not in (1, t)
+                                 for d, t in zip(padded, (m, n))):
+                raise ctx.fail(f"C {list(c)} does not broadcast to ({m}, {n})")
+        if a.dtype.is_int and not all(float(node.attrs.get(x, 1.0)).is_integer() for x in ("alpha", "beta")):
+            raise ctx.fail("alpha and beta must be integers for integer types")
+        return [(a.dtype, (m, n))]
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        a, b, y = k.input(0), k.input(1), k.out
+        g = _gemm.gemm_type(a.dtype)
+        native = _gemm.native(a.dtype)
+        trans_a, trans_b = node.attrs.get("transA", 0), node.attrs.get("transB", 0)
+        m, n = y.dims
+        kk = a.dims[0] if trans_a else a.dims[1]
+        checks = []
+        kb = b.dims[1] if trans_b else b.dims[0]
+        if kk != kb:
+            checks.append({"cond": f"{cexpr.lit(kk)} != {cexpr.lit(kb)}",
+                           "msg": c_string("Gemm: the inner dims of A and B differ")})
+        cast = "" if g.ctype == a.ctype else f"(const {g.ctype} *)"
+        data = {
+            "checks": checks, "ct": g.ctype, "gemm": g.fn,
+            "M": cexpr.lit(m), "N": cexpr.lit(n), "K": cexpr.lit(kk),
+            "rsa": 1 if trans_a else cexpr.lit(kk), "csa": cexpr.lit(m) if trans_a else 1,
+            "rsb": 1 if trans_b else cexpr.lit(n), "csb": cexpr.lit(kk) if trans_b else 1,
+            "a_load": None if native else a.load("i"), "a_ptr": f"{cast}{a.name}",
+            "b_load": None if native else b.load("i"), "b_ptr": f"{cast}{b.name}",
+            "y_store": None if native else y.store("{}"), "y_name": y.name,
+            "y_ptr": y.name if g.ctype == y.ctype else f"({g.ctype} *){y.name}",
+            "epilogue": self.epilogue(node, k, g, checks),
+        }
+        kernel = k.kernel("c/gemm.c.j2", helpers=(_gemm.HELPER,), **data)
+        if not native:
+            kernel.scratch["a"] = cexpr.mul(a.numel, g.size)
+            kernel.scratch["b"] = cexpr.mul(b.numel, g.size)
+            kernel.scratch["acc"] = cexpr.mul(y.numel, g.size)
+        kernel.scratch["pack"] = _gemm.pack_bytes(g, m, n, kk, few_rows_unpacked=not (trans_a and trans_b))
+        return kernel
+
+    def epilogue(self, node: Node, k: KernelContext, g: _gemm.GemmType, checks: list) -> str:
+        """alpha * v + beta * C[i, j] in the GEMM type, dropping neutral terms (v = A' B' at i, j)."""
+        alpha, beta = node.attrs.get("alpha", 1.0), node.attrs.get("beta", 1.0)
+        expr = "v" if alpha == 1 else f"{_literal(alpha, g)} * v"
+        if not k.has_input(2) or beta == 0:
+            return expr
+        c = k.input(2)
+        value = c.load(_broadcast_index(c, k.out, checks))
+        if g.ctype != c.compute:
+            value = f"({g.ctype}){value}"
+        return f"{expr} + {value}" if beta == 1 else f"{expr} + {_literal(beta, g)} * {value}"
+
+
+def _literal(x: float, g: _gemm.GemmType) -> str:
+    if g.name == "float":
+        return f"{x!r}f"
+    if g.name == "double":
+        return repr(x)
+    return f"({g.ctype}){int(x)}"
+
+
+def _broadcast_index(c: TensorRef, y: TensorRef, checks: list) -> str:
+    """Index of C[i, j] broadcast unidirectionally to Y (M, N)."""
+    dims = [1] * (2 - c.rank) + list(c.dims)
+    terms = []
+    for var, d, target, stride in zip("ij", dims, y.dims, (dims[1], 1)):
+        if d == 1:
+            continue
+        if d != target:
+            checks.append({"cond": f"{cexpr.lit(d)} != 1 && {cexpr.lit(d)} != {cexpr.lit(target)}",
+                           "msg": c_string("Gemm: C does not broadcast to the output")})
+            terms.append(f"({d} == 1 ? 0 : {var} * {cexpr.lit(stride)})")
+        else:
+            terms.append(var if stride == 1 else f"{var} * {cexpr.lit(stride)}")
+    return " + ".join(terms) or "0"

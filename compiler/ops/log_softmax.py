@@ -1,0 +1,15 @@
+from ._softmax import SoftmaxFamily
+from .registry import register
+
+
+@register("LogSoftmax", since=1, until=12)
+class LogSoftmaxCoerced(SoftmaxFamily):
+    """output = x - max - log(sum(exp(x - max))) over the 2-D coercion at axis."""
+    mode = "log_softmax"
+    coerce_2d = True
+
+
+@register("LogSoftmax", since=13)
+class LogSoftmax(SoftmaxFamily):
+    """output = x - max - log(sum(exp(x - max))) along axis."""
+    mode = "log_softmax"

@@ -1,0 +1,29 @@
+from ...codegen import cexpr
+from .. import dtypes as dt
+from ._reduce import check_type, float_lit, math_fn
+from .registry import OpDef, register
+
+
+@register("LRN", since=1)
+class LRN(OpDef):
+    """Y = X / (bias + alpha / size * sum of X^2 over the neighbouring channels)^beta."""
+
+    def infer(self, node, ctx):
+        x = ctx.inp(0)
+        check_type(ctx, x.dtype, dt.FLOATS)
+        if len(x.shape) < 2:
+            raise ctx.fail("X must have rank >= 2 (N x C x ...)")
+        if node.attrs["size"] <= 0:
+            raise ctx.fail(f"size = {node.attrs['size']} must be positive")
+        return [(x.dtype, x.shape)]
+
+    def lower(self, node, k):
+        x, y = k.input(0), k.out
+        c = x.compute
+        size = node.attrs["size"]
+        return k.kernel("c/lrn.c.j2", Y=y.name, compute=c, load=x.load("{}"), store=y.store("{}"),
+                        N=cexpr.lit(x.dims[0]), C=cexpr.lit(x.dims[1]), S=cexpr.lit(cexpr.prod(x.dims[2:])),
+                        before=(size - 1) // 2, after=size // 2,
+                        bias=float_lit(node.attrs.get("bias", 1.0), c),
+                        alpha=float_lit(node.attrs.get("alpha", 1e-4) / size, c),
+                        beta=float_lit(node.attrs.get("beta", 0.75), c), pow=math_fn("pow", c))

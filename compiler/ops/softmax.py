@@ -1,0 +1,15 @@
+from ._softmax import SoftmaxFamily
+from .registry import register
+
+
+@register("Softmax", since=1, until=12)
+class SoftmaxCoerced(SoftmaxFamily):
+    """output = exp(x - max) / sum(exp(x - max)) over the 2-D coercion at axis."""
+    mode = "softmax"
+    coerce_2d = True
+
+
+@register("Softmax", since=13)
+class Softmax(SoftmaxFamily):
+    """output = exp(x - max) / sum(exp(x - max)) along axis."""
+    mode = "softmax"

@@ -1,0 +1,204 @@
+"""Attention and RotaryEmbedding against onnxruntime (and the ONNX reference where it lacks a kernel)."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+import onnxc
+from helpers import assert_matches_ort, make_model
+
+F, H, B = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BOOL
+rng = np.random.default_rng(0)
+NP = {F: np.float32, H: np.float16, TensorProto.DOUBLE: np.float64, B: np.bool_}
+
+
+def attention(inputs, outputs, opset=23, elem=F, **attrs):
+    """inputs: (name, shape[, elem]) in Attention input order ("" skips); outputs: names ("" skips)."""
+    names = [i[0] if i else "" for i in inputs]
+    graph_inputs = [(i[0], i[2] if len(i) > 2 else elem, i[1]) for i in inputs if i]
+    node = helper.make_node("Attention", names, list(outputs), **attrs)
+    outs = [(o, elem, None) for o in outputs if o]
+    model = make_model([node], graph_inputs, [(n, t, [None] * 4) for n, t, _ in outs], opset=opset)
+    return model
+
+
+def feeds_for(model, **fixed):
+    feeds = {}
+    for i in model.graph.input:
+        if i.name in fixed:
+            feeds[i.name] = fixed[i.name]
+            continue
+        t = i.type.tensor_type
+        shape = [d.dim_value for d in t.shape.dim]
+        if t.elem_type == B:
+            feeds[i.name] = rng.random(shape) > 0.3
+        else:
+            feeds[i.name] = rng.standard_normal(shape).astype(NP[t.elem_type])
+    return feeds
+
+
+def fix_output_ranks(model, ranks):
+    for o, r in zip(model.graph.output, ranks):
+        del o.type.tensor_type.shape.dim[:]
+        for _ in range(r):
+            o.type.tensor_type.shape.dim.add()
+    return model
+
+
+def matches_reference(model, feeds, rtol=1e-4, atol=1e-5):
+    expected = ReferenceEvaluator(model).run(None, feeds)
+    actual = onnxc.InferenceSession(model.SerializeToString()).run(None, feeds)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol)
+
+
+def test_4d_basic_scaled():
+    m = attention([("Q", [2, 3, 4, 8]), ("K", [2, 3, 6, 8]), ("V", [2, 3, 6, 5])], ["Y"], scale=0.3)
+    assert_matches_ort(m, feeds_for(m))
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_3d_gqa(causal):
+    m = attention([("Q", [2, 4, 32]), ("K", [2, 6, 16]), ("V", [2, 6, 12])], ["Y"], q_num_heads=4, kv_num_heads=2,
+                  is_causal=causal)
+    fix_output_ranks(m, [3])
+    assert_matches_ort(m, feeds_for(m))
+
+
+@pytest.mark.parametrize("mask_shape,elem", [([4, 6], B), ([2, 1, 4, 6], F), ([3, 4, 6], F), ([4, 6], F)])
+def test_masks(mask_shape, elem):
+    m = attention([("Q", [2, 3, 4, 8]), ("K", [2, 3, 6, 8]), ("V", [2, 3, 6, 8]), ("attn_mask", mask_shape, elem)],
+                  ["Y"])
+    assert_matches_ort(m, feeds_for(m))
+
+
+def test_short_mask_and_causal():
+    m = attention([("Q", [1, 2, 3, 4]), ("K", [1, 2, 5, 4]), ("V", [1, 2, 5, 4]), ("attn_mask", [3, 4], B)], ["Y"],
+                  is_causal=1)
+    matches_reference(m, feeds_for(m))
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_past_present_qk_output(mode):
+    m = attention([("Q", [2, 3, 4, 8]), ("K", [2, 3, 2, 8]), ("V", [2, 3, 2, 8]), ("attn_mask", [4, 7]),
+                   ("past_key", [2, 3, 5, 8]), ("past_value", [2, 3, 5, 8])],
+                  ["Y", "present_key", "present_value", "qk_matmul_output"], qk_matmul_output_mode=mode,
+                  softcap=2.5 if mode else 0.0)
+    assert_matches_ort(m, feeds_for(m))
+
+
+def test_causal_with_past():
+    m = attention([("Q", [1, 2, 3, 4]), ("K", [1, 2, 3, 4]), ("V", [1, 2, 3, 4]), "",
+                   ("past_key", [1, 2, 2, 4]), ("past_value", [1, 2, 2, 4])],
+                  ["Y", "present_key", "present_value"], is_causal=1)
+    assert_matches_ort(m, feeds_for(m))
+
+
+def test_fully_masked_row_is_zero():
+    m = attention([("Q", [1, 2, 2, 8]), ("K", [1, 2, 2, 8]), ("V", [1, 2, 2, 8]), ("attn_mask", [2, 2], B)],
+                  ["Y", "", "", "qk_matmul_output"], qk_matmul_output_mode=3)
+    feeds = feeds_for(m, attn_mask=np.array([[False, False], [True, True]]))
+    y, qk = onnxc.InferenceSession(m.SerializeToString()).run(None, feeds)
+    assert not y[:, :, 0].any() and not qk[:, :, 0].any()
+    matches_reference(m, feeds)
+
+
+def test_nonpad_kv_seqlen():
+    m = attention([("Q", [2, 4, 1, 8]), ("K", [2, 2, 8, 8]), ("V", [2, 2, 8, 8]), "", "", "",
+                   ("nonpad_kv_seqlen", [2], TensorProto.INT64)], ["Y"], opset=24, is_causal=1)
+    matches_reference(m, feeds_for(m, nonpad_kv_seqlen=np.array([8, 5], np.int64)))
+
+
+def test_window_opset25():
+    m = attention([("Q", [2, 3, 4, 8]), ("K", [2, 3, 6, 8]), ("V", [2, 3, 6, 8])], ["Y"], opset=25,
+                  left_window_size=2, right_window_size=1)
+    matches_reference(m, feeds_for(m))
+
+
+@pytest.mark.parametrize("precision", [None, TensorProto.FLOAT])
+def test_float16(precision):
+    attrs = {} if precision is None else {"softmax_precision": precision}
+    m = attention([("Q", [1, 2, 3, 8]), ("K", [1, 2, 5, 8]), ("V", [1, 2, 5, 8])], ["Y"], elem=H, is_causal=1,
+                  **attrs)
+    matches_reference(m, feeds_for(m), rtol=2e-3, atol=2e-3)
+
+
+def test_double():
+    m = attention([("Q", [1, 2, 3, 8]), ("K", [1, 2, 5, 8]), ("V", [1, 2, 5, 8])], ["Y"],
+                  elem=TensorProto.DOUBLE, softcap=1.5)
+    matches_reference(m, feeds_for(m), rtol=1e-10, atol=1e-12)
+
+
+def test_symbolic_dims():
+    m = attention([("Q", ["batch", 2, "seq", 8]), ("K", ["batch", 2, "kv", 8]), ("V", ["batch", 2, "kv", 8]),
+                   ("attn_mask", ["seq", "kv"])], ["Y"], is_causal=1)
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    for b, s, kv in ((1, 3, 5), (3, 2, 2)):
+        feeds = {"Q": rng.standard_normal((b, 2, s, 8)).astype(np.float32),
+                 "K": rng.standard_normal((b, 2, kv, 8)).astype(np.float32),
+                 "V": rng.standard_normal((b, 2, kv, 8)).astype(np.float32),
+                 "attn_mask": rng.standard_normal((s, kv)).astype(np.float32)}
+        expected = ReferenceEvaluator(m).run(None, feeds)[0]
+        np.testing.assert_allclose(sess.run(None, feeds)[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_symbolic_mismatch_fails():
+    m = attention([("Q", ["b", 2, 3, 8]), ("K", ["b2", 2, 5, 8]), ("V", ["b2", 2, 5, 8])], ["Y"])
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    feeds = {"Q": np.zeros((2, 2, 3, 8), np.float32), "K": np.zeros((1, 2, 5, 8), np.float32),
+             "V": np.zeros((1, 2, 5, 8), np.float32)}
+    with pytest.raises(Exception, match="shapes do not match"):
+        sess.run(None, feeds)
+
+
+def rotary(x_shape, cache_shape, positions=True, elem=F, **attrs):
+    inputs = [("X", elem, x_shape), ("cos_cache", elem, cache_shape), ("sin_cache", elem, cache_shape)]
+    if positions:
+        inputs.append(("position_ids", TensorProto.INT64, [x_shape[0], x_shape[2] if len(x_shape) == 4 else x_shape[1]]))
+    node = helper.make_node("RotaryEmbedding", [i[0] for i in inputs], ["Y"], **attrs)
+    return make_model([node], inputs, [("Y", elem, x_shape)], opset=23)
+
+
+def rotary_feeds(model, max_pos=10):
+    feeds = {}
+    for i in model.graph.input:
+        t = i.type.tensor_type
+        shape = [d.dim_value for d in t.shape.dim]
+        if i.name == "position_ids":
+            feeds[i.name] = rng.integers(0, max_pos, size=shape).astype(np.int64)
+        else:
+            feeds[i.name] = rng.standard_normal(shape).astype(NP[t.elem_type])
+    return feeds
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("rot_dim", [0, 4])
+def test_rotary_4d(interleaved, rot_dim):
+    m = rotary([2, 3, 5, 8], [10, (rot_dim or 8) // 2], interleaved=interleaved, rotary_embedding_dim=rot_dim)
+    assert_matches_ort(m, rotary_feeds(m))
+
+
+def test_rotary_3d_no_positions():
+    m = rotary([2, 5, 12], [2, 5, 3], positions=False, num_heads=2)
+    assert_matches_ort(m, rotary_feeds(m))
+
+
+def test_rotary_float16():
+    m = rotary([1, 2, 3, 8], [10, 4], elem=H)
+    matches_reference(m, rotary_feeds(m), rtol=2e-3, atol=2e-3)
+
+
+def test_rotary_symbolic():
+    m = rotary(["b", 2, "s", 8], [10, 4])
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    for b, s in ((1, 3), (2, 6)):
+        feeds = {"X": rng.standard_normal((b, 2, s, 8)).astype(np.float32),
+                 "cos_cache": rng.standard_normal((10, 4)).astype(np.float32),
+                 "sin_cache": rng.standard_normal((10, 4)).astype(np.float32),
+                 "position_ids": rng.integers(0, 10, size=(b, s)).astype(np.int64)}
+        np.testing.assert_allclose(sess.run(None, feeds)[0], ReferenceEvaluator(m).run(None, feeds)[0], rtol=1e-5,
+                                   atol=1e-6)
+    feeds["position_ids"][0, 0] = 10
+    with pytest.raises(Exception, match="position id out of range"):
+        sess.run(None, feeds)
