@@ -3,7 +3,8 @@
 :func:`convert` turns a value of ``src``'s compute type into one that
 ``dst.store`` accepts. Float -> integer goes through the helpers of
 ``c/helpers/cast.c.j2`` (x86 results, no undefined behaviour for NaN or
-out-of-range values); integer -> integer keeps the low bits.
+out-of-range values); integer -> integer keeps the low bits; double -> bfloat16
+rounds through float.
 """
 from __future__ import annotations
 

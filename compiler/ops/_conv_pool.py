@@ -150,6 +150,15 @@ def affine(*terms: tuple[str, CExpr], const: CExpr = 0) -> str:
     return " + ".join(parts).replace("+ - ", "- ")
 
 
+def negate(x: CExpr) -> CExpr:
+    return -x if isinstance(x, int) else f"-{x}"
+
+
+def per_group(total: CExpr, group: int) -> CExpr:
+    """Channels per group (``total`` is a multiple of ``group``)."""
+    return total // group if isinstance(total, int) else f"({total} / {group})"
+
+
 def flat_index(names: Sequence[str], sizes: Sequence[CExpr]) -> str:
     """Row-major flat index of positions ``names`` in a box of ``sizes``: ((a * S1 + b) * S2 + c)."""
     expr = names[0]
@@ -213,7 +222,7 @@ class Pool(OpDef):
         axes = axes_data(win, in_dims, out_dims, begins, ends)
         for a, axis in enumerate(axes):
             d, h = win.dilations[a], f"h{a}"
-            axis["start"] = affine((f"o{a}", win.strides[a]), const=_negate(begins[a]))
+            axis["start"] = affine((f"o{a}", win.strides[a]), const=negate(begins[a]))
             axis["pos"] = affine((h, 1), (f"k{a}", d))
             axis["lo"] = f"-{h}" if d == 1 else f"onnxc_dim_ceildiv(-{h}, {d})"
             axis["hi"] = _window_count(f"{axis['i']} - {h}", d, win.kernel[a])
@@ -236,10 +245,6 @@ class Pool(OpDef):
     def reduction(self, node: Node, x: TensorRef) -> dict[str, Any]:
         """init: accumulator start; step: statement folding v into acc; result: of acc (and count)."""
         raise NotImplementedError
-
-
-def _negate(x: CExpr) -> CExpr:
-    return -x if isinstance(x, int) else f"-{x}"
 
 
 def _window_count(room: str, d: int, k: int) -> str:

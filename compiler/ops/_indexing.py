@@ -128,8 +128,10 @@ def strided_copy(k: KernelContext, src: TensorRef, dims: Sequence[cexpr.CExpr], 
     ``template`` may be a family template that sets up locals and includes strided_copy.c.j2."""
     out = out or k.out
     dims, strides = simplify_loops(list(dims), list(strides))
+    computed = isinstance(offset, str) and bool(dims)
     return k.kernel(template, helpers=helpers, src=src.name, dst=out.name, ctype=out.ctype,
-                    offset=cexpr.lit(offset), loops=loops_data(dims, strides), **extra)
+                    offset="base" if computed else cexpr.lit(offset), base=offset if computed else "",
+                    loops=loops_data(dims, strides), **extra)
 
 
 def permuted_strides(dims: Sequence[cexpr.CExpr], perm: Sequence[int]) -> list[cexpr.CExpr]:

@@ -19,6 +19,7 @@ from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
 from .. import dtypes as dt
+from ..errors import UnsupportedError
 from ..ir import Node
 from .registry import InferContext, OpDef
 
@@ -59,12 +60,14 @@ def math_fn(name: str, compute: str) -> str:
 
 
 def float_lit(x: float, compute: str) -> str:
-    """A C literal of ``x`` in the compute type."""
-    if x != x:
+    """A C literal of ``x`` rounded to the compute type (shortest round-trip digits)."""
+    with np.errstate(over="ignore"):
+        v = np.float32(x) if compute == "float" else np.float64(x)
+    if np.isnan(v):
         return "NAN"
-    if x in (float("inf"), float("-inf")):
-        return "INFINITY" if x > 0 else "-INFINITY"
-    return float(x).hex() + ("f" if compute == "float" else "")
+    if np.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return str(v) + "f" if compute == "float" else repr(float(v))
 
 
 def saturate_to_int(expr: str, t: dt.DType) -> str:
@@ -141,8 +144,8 @@ def reduced_shape(ctx: InferContext, node: Node, shape: tuple, info: AxesInfo, k
     if keepdims:
         return tuple(1 if d == 1 else ctx.dims.data(origin) for d in shape)
     if not isinstance(info.length, int):
-        raise ctx.fail("keepdims=0 with runtime axes of unknown length: the output rank is unknown "
-                       "(make the axes a constant or keep the dims)")
+        raise UnsupportedError(f"{node.label}: keepdims=0 with axes computed at run time in a tensor of "
+                               "unknown length: the output rank is unknown (make axes a constant or keepdims=1)")
     if info.length > len(shape):
         raise ctx.fail(f"{info.length} axes for a rank-{len(shape)} input")
     return tuple(ctx.dims.data(origin) for _ in range(len(shape) - info.length))
@@ -349,13 +352,11 @@ class ReduceBody:
         return kernel
 
 
-_NP_OF_C = {"float": np.float32, "double": np.float64, "int8_t": np.int8, "int16_t": np.int16,
-            "int32_t": np.int32, "int64_t": np.int64, "uint8_t": np.uint8, "uint16_t": np.uint16,
-            "uint32_t": np.uint32, "uint64_t": np.uint64}
+_C_SIZES = {d.c_type: d.itemsize for d in dt.ALL}
 
 
 def c_sizeof(ctype: str) -> int:
-    return np.dtype(_NP_OF_C[ctype]).itemsize
+    return _C_SIZES[ctype]
 
 
 # ---- ArgMax / ArgMin --------------------------------------------------------------
@@ -377,7 +378,7 @@ class ArgReduce(OpDef):
             raise ctx.fail("input must have rank >= 1")
         axis = normalize_axis(ctx, node.attrs.get("axis", 0), rank)
         if x.shape[axis] == 0:
-            raise ctx.fail(f"axis {axis} is empty: there is no {'largest' if 'Max' in node.op_type else 'smallest'} element")
+            raise ctx.fail(f"axis {axis} is empty: there is no element to pick")
         keep = bool(node.attrs.get("keepdims", 1))
         shape = tuple(1 if a == axis else d for a, d in enumerate(x.shape) if keep or a != axis)
         return [(dt.INT64, shape)]

@@ -8,7 +8,7 @@ from ._elementwise import elementwise_kernel
 from .registry import OpDef, register
 
 
-def target_type(to) -> dt.DType:
+def target_type(to: int | str) -> dt.DType:
     """The ``to`` attribute (a TensorProto.DataType; its name before opset 6) as a DType."""
     if isinstance(to, str):
         if to.upper() not in TensorProto.DataType.keys():
@@ -31,8 +31,6 @@ class Cast(OpDef):
     """output = input converted to type ``to``."""
 
     def infer(self, node, ctx):
-        if "to" not in node.attrs:
-            raise ctx.fail("attribute 'to' is required")
         return [(target_type(node.attrs["to"]), ctx.inp(0).shape)]
 
     def lower(self, node, k):

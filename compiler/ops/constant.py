@@ -1,8 +1,10 @@
 import numpy as np
+import onnx
 from onnx import numpy_helper
 
 from .. import dtypes as dt
 from ..errors import ModelError, UnsupportedError
+from ..ir import Node
 from ._const import c_literals
 from .registry import OpDef, register
 
@@ -11,7 +13,7 @@ MAX_LOWERED_ELEMENTS = 1 << 16
 VALUES_PER_LINE = 8
 
 
-def constant_value(node) -> np.ndarray:
+def constant_value(node: Node) -> np.ndarray:
     """The value of a Constant node from its one value* attribute."""
     given = [name for name in node.attrs if name.startswith("value") or name == "sparse_value"]
     if len(given) != 1:
@@ -32,7 +34,7 @@ def constant_value(node) -> np.ndarray:
     return value
 
 
-def _dense(sparse) -> np.ndarray:
+def _dense(sparse: onnx.SparseTensorProto) -> np.ndarray:
     """A SparseTensorProto as a dense array (indices: linear [NNZ] or coordinates [NNZ, rank])."""
     values = numpy_helper.to_array(sparse.values)
     indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
@@ -50,6 +52,9 @@ class Constant(OpDef):
 
     def infer(self, node, ctx):
         value = constant_value(node)
+        if "sparse_value" in node.attrs:  # constant folding's evaluator cannot return sparse tensors
+            del node.attrs["sparse_value"]
+            node.attrs["value"] = value
         return [(dt.from_numpy(value.dtype), tuple(value.shape))]
 
     def lower(self, node, k):

@@ -2,6 +2,7 @@ import numpy as np
 
 from ...codegen import cexpr
 from .. import dtypes as dt
+from ..ir import Node
 from ._const import c_literal
 from .registry import OpDef, register
 
@@ -11,7 +12,7 @@ class ConstantOfShape(OpDef):
     """output = a tensor of the shape given by input, every element the one-element value."""
 
     @staticmethod
-    def value(node) -> np.ndarray:
+    def value(node: Node) -> np.ndarray:
         value = node.attrs.get("value")
         return np.zeros(1, dtype=np.float32) if value is None else value
 

@@ -8,9 +8,11 @@ from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
-from ._conv_pool import affine, axes_data, conv_shape, flat_index, pads_c, window
+from ._conv_pool import affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, window
 from ._elementwise import check_dtype
 from .registry import InferContext, OpDef, register
+
+COL_ELEMENTS = 1 << 17      # im2col buffer size to aim for (elements)
 
 
 @register("Conv", since=1)
@@ -44,10 +46,6 @@ class Conv(OpDef):
                            y_store=None if native else k.out.store("acc[i]"), checks=checks)
 
 
-def per_group(total: cexpr.CExpr, group: int) -> cexpr.CExpr:
-    return total // group if isinstance(total, int) else f"({total} / {group})"
-
-
 def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str, x_native: bool,
                 w_load: Optional[str], bias: str, y_store: Optional[str],
                 checks: Sequence[dict[str, str]] = ()) -> Kernel:
@@ -63,14 +61,13 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     rank = x.rank - 2
     win = window(node, rank, w.shape[2:], k.unsupported)
     in_dims, out_dims = x.dims[2:], y.dims[2:]
-    begins, _ = pads_c(win, in_dims, out_dims)
+    begins, ends = pads_c(win, in_dims, out_dims)
     n, c, m = x.dims[0], x.dims[1], w.dims[0]
     cg, mg = w.dims[1], per_group(m, group)
     kp = cexpr.prod(win.kernel)
     kk = cexpr.mul(cg, kp)
     size_in, size_out = cexpr.prod(in_dims), cexpr.prod(out_dims)
-    direct = (x_native and all(v == 1 for v in win.kernel + win.strides)
-              and all(b == 0 for b in begins))
+    direct = x_native and all(v == 1 for v in win.kernel + win.strides) and all(p == 0 for p in begins + ends)
     checks = list(checks)
     if c != cexpr.mul(cg, group):
         checks.append({"cond": f"{cexpr.lit(c)} != {cexpr.lit(cexpr.mul(cg, group))}",
@@ -79,7 +76,18 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     for a, axis in enumerate(axes):
         # input position of output o{a} (outer axes) or the shift of o * stride (last axis)
         o_term = [(f"o{a}", win.strides[a])] if a < rank - 1 else []
-        axis["pos"] = affine(*o_term, (f"k{a}", win.dilations[a]), const=_neg(begins[a]))
+        axis["pos"] = affine(*o_term, (f"k{a}", win.dilations[a]), const=negate(begins[a]))
+    # col holds `rows` outputs of the first spatial axis at a time, about COL_ELEMENTS values.
+    inner = cexpr.prod(out_dims[1:])
+    if rank == 1:
+        rows, width = 1, size_out
+    elif isinstance(kk, int) and isinstance(inner, int):
+        rows = max(1, COL_ELEMENTS // max(1, kk * inner))
+        rows = min(rows, out_dims[0]) if isinstance(out_dims[0], int) else rows
+        width = cexpr.mul(rows, inner)
+    else:
+        rows = f"onnxc_dim_max(1, {COL_ELEMENTS} / ({cexpr.lit(kk)} * onnxc_dim_max(1, {cexpr.lit(inner)})))"
+        width = cexpr.mul(rows, inner)
     cast = "" if g.ctype == w.ctype else f"(const {g.ctype} *)"
     data = {
         "checks": checks, "ct": g.ctype, "xt": x.ctype, "yt": y.ctype, "gemm": g.fn,
@@ -92,26 +100,23 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         "bias": bias, "y_store": y_store,
         "y_ptr": f"({g.ctype} *){y.name}" if y_store is None and g.ctype != y.ctype else y.name,
         "row_index": flat_index(["c"] + [f"k{a}" for a in range(rank)], [cg] + list(win.kernel)),
-        "dst_offset": _row_offset("o", out_dims), "src_offset": _row_offset("i", in_dims),
+        "dst_offset": _row_offset(["(o0 - first)"] + [f"o{a}" for a in range(1, rank - 1)], out_dims),
+        "src_offset": _row_offset([f"i{a}" for a in range(rank - 1)], in_dims),
+        "rows": cexpr.lit(rows), "inner": cexpr.lit(inner),
     }
     kernel = k.kernel("c/conv.c.j2", helpers=(_gemm.HELPER,), **data)
     if w_load:
         kernel.scratch["w"] = cexpr.mul(m, kk, g.size)
     if not direct:
-        kernel.scratch["col"] = cexpr.mul(kk, size_out, g.size)
+        kernel.scratch["col"] = cexpr.mul(kk, width, g.size)
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
-    kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out, kk)
+    kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk)
     return kernel
 
 
-def _row_offset(prefix: str, sizes: Sequence[cexpr.CExpr]) -> str:
-    """Flat offset of the row (last axis) at positions prefix0.. of the leading axes."""
+def _row_offset(names: Sequence[str], sizes: Sequence[cexpr.CExpr]) -> str:
+    """Flat offset of the row (last axis) at positions ``names`` of the leading axes."""
     if len(sizes) == 1:
         return "0"
-    lead = flat_index([f"{prefix}{a}" for a in range(len(sizes) - 1)], sizes[:-1])
-    return f"{lead} * {cexpr.lit(sizes[-1])}"
-
-
-def _neg(x: cexpr.CExpr) -> cexpr.CExpr:
-    return -x if isinstance(x, int) else f"-{x}"
+    return f"{flat_index(names, sizes[:-1])} * {cexpr.lit(sizes[-1])}"

@@ -7,9 +7,8 @@ from .. import dtypes as dt
 from ..errors import ShapeError
 from ..ir import Node
 from . import _gemm
-from ._conv_pool import Window, affine, axes_data, flat_index, window
+from ._conv_pool import Window, affine, axes_data, flat_index, negate, per_group, window
 from ._elementwise import check_dtype
-from .conv import per_group
 from .registry import InferContext, OpDef, register
 
 
@@ -82,8 +81,7 @@ class ConvTranspose(OpDef):
         for a, axis in enumerate(axes):
             # output position of input i{a} (outer axes) or the shift of i * stride (last axis)
             i_term = [(f"i{a}", win.strides[a])] if a < rank - 1 else []
-            pad = begins[a]
-            axis["pos"] = affine(*i_term, (f"k{a}", win.dilations[a]), const=-pad if isinstance(pad, int) else f"-{pad}")
+            axis["pos"] = affine(*i_term, (f"k{a}", win.dilations[a]), const=negate(begins[a]))
         data = {
             "checks": checks, "ct": g.ctype, "yt": y.ctype, "gemm": g.fn,
             "N": cexpr.lit(n), "C": cexpr.lit(c), "M": cexpr.lit(m), "G": group, "Cg": cexpr.lit(cg),

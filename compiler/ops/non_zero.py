@@ -1,3 +1,5 @@
+import numpy as np
+
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import OpDef, register
@@ -9,7 +11,9 @@ class NonZero(OpDef):
 
     def infer(self, node, ctx):
         x = ctx.inp(0)
-        return [(dt.INT64, (len(x.shape), ctx.dims.data(node.name or "NonZero")))]
+        value = ctx.const(0)
+        count = ctx.dims.data(node.name or "NonZero") if value is None else int(np.count_nonzero(value))
+        return [(dt.INT64, (len(x.shape), count))]
 
     def lower(self, node, k):
         x, y = k.input(0), k.out

@@ -8,7 +8,7 @@ from ..errors import UnsupportedError
 from ._elementwise import check_dtype
 from .registry import OpDef, register
 
-# A larger run-time length is an error: its byte count could overflow.
+# Longer ranges are an error: their byte count could overflow.
 MAX_COUNT = 2**59
 STASH_TYPES = {TensorProto.FLOAT: "float", TensorProto.DOUBLE: "double"}
 
@@ -38,7 +38,12 @@ class Range(OpDef):
         if start.dtype.is_int:
             count = -((s - l) // d)
         else:
-            count = math.ceil((float(l) - float(s)) / float(d))
+            span = (float(l) - float(s)) / float(d)
+            if not math.isfinite(span):
+                raise ctx.fail(f"the length of range({s}, {l}, {d}) is not finite")
+            count = math.ceil(span)
+        if count > MAX_COUNT:
+            raise ctx.fail(f"range({s}, {l}, {d}) has too many elements")
         return [(start.dtype, (max(count, 0),))]
 
     def lower(self, node, k):

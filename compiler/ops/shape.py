@@ -1,9 +1,10 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
+from ..ir import Node
 from .registry import OpDef, register
 
 
-def dim_range(node, rank: int) -> range:
+def dim_range(node: Node, rank: int) -> range:
     """The axes ``start:end`` selects (negative from the back, clamped like a slice)."""
     def clamp(i: int) -> int:
         return min(max(i + rank if i < 0 else i, 0), rank)

@@ -1,0 +1,271 @@
+"""Conv, ConvTranspose, ConvInteger and the pooling ops against onnxruntime (or the ONNX
+reference implementation where onnxruntime has no kernel)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+import onnxc
+from helpers import assert_matches_ort, make_model, run_ort
+
+RNG = np.random.default_rng(7)
+
+
+def randn(shape, dtype=np.float32) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def node(op: str, inputs: list[str], output: str | list[str], **attrs):
+    return helper.make_node(op, inputs, [output] if isinstance(output, str) else output, **attrs)
+
+
+def assert_close(actual: list[np.ndarray], expected: list[np.ndarray], rtol: float = 1e-4, atol: float = 1e-5):
+    assert len(actual) == len(expected)
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert a.dtype == e.dtype, f"output {i}: dtype {a.dtype} vs {e.dtype}"
+        assert a.shape == e.shape, f"output {i}: shape {a.shape} vs {e.shape}"
+        np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol,
+                                   err_msg=f"output {i}")
+
+
+def assert_matches_reference(model, feeds, rtol: float = 1e-4, atol: float = 1e-5):
+    expected = ReferenceEvaluator(model).run(None, feeds)
+    actual = onnxc.InferenceSession(model.SerializeToString()).run(None, feeds)
+    assert_close(actual, [np.asarray(e) for e in expected], rtol, atol)
+
+
+def assert_symbolic(model, feeds_list, rtol: float = 1e-4, atol: float = 1e-5):
+    """One onnxc session run on several input sizes, each compared with onnxruntime."""
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    for feeds in feeds_list:
+        assert_close(sess.run(None, feeds), run_ort(model, feeds), rtol, atol)
+
+
+# ---- Conv -------------------------------------------------------------------------------
+
+CONV_2D = [  # (W shape, attrs, bias) over X [2, 4, 9, 8]
+    ([6, 4, 3, 3], {"pads": [1, 1, 1, 1]}, True),
+    ([6, 2, 3, 2], {"group": 2, "strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]}, True),
+    ([4, 1, 3, 3], {"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2]}, True),
+    ([5, 4, 2, 2], {"auto_pad": "SAME_LOWER", "strides": [2, 3]}, False),
+    ([5, 4, 3, 2], {"auto_pad": "VALID", "strides": [1, 2]}, True),
+    ([8, 4, 1, 1], {}, False),
+    ([8, 4, 1, 1], {"strides": [2, 2]}, True),
+    ([3, 4, 4, 3], {"kernel_shape": [4, 3], "pads": [2, 0, 0, 1], "dilations": [2, 2]}, True),
+]
+
+
+def test_conv_2d_variants():
+    x = randn([2, 4, 9, 8])
+    nodes, inputs, outputs, feeds = [], [("X", TP.FLOAT, x.shape)], [], {"X": x}
+    for i, (wshape, attrs, bias) in enumerate(CONV_2D):
+        feeds[f"W{i}"] = randn(wshape)
+        inputs.append((f"W{i}", TP.FLOAT, wshape))
+        names = ["X", f"W{i}"]
+        if bias:
+            feeds[f"B{i}"] = randn([wshape[0]])
+            inputs.append((f"B{i}", TP.FLOAT, [wshape[0]]))
+            names.append(f"B{i}")
+        nodes.append(node("Conv", names, f"Y{i}", **attrs))
+        outputs.append((f"Y{i}", TP.FLOAT, [None] * 4))
+    assert_matches_ort(make_model(nodes, inputs, outputs), feeds, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xshape, wshape, attrs", [
+    ([2, 3, 11], [4, 3, 3], {"pads": [2, 1], "strides": [2]}),
+    ([1, 4, 12], [4, 2, 5], {"group": 2, "dilations": [2], "pads": [3, 1]}),
+    ([1, 4, 12], [4, 4, 4], {"auto_pad": "SAME_UPPER", "strides": [3]}),
+    ([1, 2, 5, 6, 7], [3, 2, 2, 3, 2], {"pads": [1, 0, 1, 0, 1, 1], "strides": [1, 2, 1]}),
+])
+def test_conv_1d_3d(xshape, wshape, attrs):
+    model = make_model([node("Conv", ["X", "W", "B"], "Y", **attrs)],
+                       [("X", TP.FLOAT, xshape), ("W", TP.FLOAT, wshape), ("B", TP.FLOAT, [wshape[0]])],
+                       [("Y", TP.FLOAT, [None] * len(xshape))])
+    assert_matches_ort(model, {"X": randn(xshape), "W": randn(wshape), "B": randn([wshape[0]])}, atol=1e-4)
+
+
+def test_conv_large_channels_use_gemm_tiles():
+    x, w = randn([1, 24, 20, 19]), randn([37, 24, 3, 3])
+    model = make_model([node("Conv", ["X", "W"], "Y", pads=[1, 1, 1, 1])],
+                       [("X", TP.FLOAT, x.shape), ("W", TP.FLOAT, w.shape)], [("Y", TP.FLOAT, [None] * 4)])
+    assert_matches_ort(model, {"X": x, "W": w}, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("elem, dtype", [(TP.DOUBLE, np.float64), (TP.FLOAT16, np.float16)])
+def test_conv_other_float_types(elem, dtype):
+    model = make_model([node("Conv", ["X", "W", "B"], "Y", pads=[1, 0, 1, 0], strides=[1, 2])],
+                       [("X", elem, [1, 3, 6, 7]), ("W", elem, [4, 3, 3, 3]), ("B", elem, [4])],
+                       [("Y", elem, [None] * 4)])
+    feeds = {"X": randn([1, 3, 6, 7], dtype), "W": randn([4, 3, 3, 3], dtype), "B": randn([4], dtype)}
+    assert_matches_reference(model, feeds, rtol=1e-2 if dtype == np.float16 else 1e-7, atol=1e-2)
+
+
+def test_conv_symbolic_batch_and_spatial():
+    w, b = randn([5, 3, 3, 3]), randn([5])
+    model = make_model(
+        [node("Conv", ["X", "W", "B"], "Y", pads=[1, 1, 1, 1], strides=[2, 2]),
+         node("Conv", ["X", "W", "B"], "Z", auto_pad="SAME_LOWER", strides=[2, 3])],
+        [("X", TP.FLOAT, ["N", 3, "H", "W"]), ("W", TP.FLOAT, w.shape), ("B", TP.FLOAT, [5])],
+        [("Y", TP.FLOAT, ["N", 5, None, None]), ("Z", TP.FLOAT, ["N", 5, None, None])])
+    assert_symbolic(model, [{"X": randn([2, 3, 9, 11]), "W": w, "B": b},
+                            {"X": randn([1, 3, 5, 4]), "W": w, "B": b}], atol=1e-4)
+
+
+# ---- ConvTranspose -----------------------------------------------------------------------
+
+CONV_TRANSPOSE = [  # (X shape, W shape, attrs)
+    ([1, 2, 5, 5], [2, 3, 3, 3], {}),
+    ([2, 4, 5, 6], [4, 2, 3, 2], {"group": 2, "strides": [2, 3], "pads": [1, 0, 0, 1], "output_padding": [1, 0]}),
+    ([1, 2, 5, 5], [2, 3, 4, 4], {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ([1, 2, 5, 5], [2, 3, 4, 4], {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+    ([1, 2, 5, 5], [2, 3, 3, 3], {"strides": [2, 2], "output_shape": [10, 12]}),
+    ([1, 2, 5, 5], [2, 3, 3, 3], {"strides": [2, 2], "dilations": [2, 1]}),
+    ([1, 2, 7], [2, 3, 3], {"strides": [3], "pads": [1, 2]}),
+]
+
+
+@pytest.mark.parametrize("xshape, wshape, attrs", CONV_TRANSPOSE)
+def test_conv_transpose(xshape, wshape, attrs):
+    m = wshape[1] * attrs.get("group", 1)
+    model = make_model([node("ConvTranspose", ["X", "W", "B"], "Y", **attrs)],
+                       [("X", TP.FLOAT, xshape), ("W", TP.FLOAT, wshape), ("B", TP.FLOAT, [m])],
+                       [("Y", TP.FLOAT, [None] * len(xshape))])
+    assert_matches_ort(model, {"X": randn(xshape), "W": randn(wshape), "B": randn([m])}, atol=1e-4)
+
+
+def test_conv_transpose_symbolic_and_float16():
+    w = randn([2, 3, 3, 3])
+    model = make_model([node("ConvTranspose", ["X", "W"], "Y", strides=[2, 2], pads=[1, 1, 1, 1]),
+                        node("ConvTranspose", ["X", "W"], "Z", strides=[2, 2], output_shape=[9, 12])],
+                       [("X", TP.FLOAT, ["N", 2, "H", "W"]), ("W", TP.FLOAT, w.shape)],
+                       [("Y", TP.FLOAT, [None] * 4), ("Z", TP.FLOAT, [None] * 4)])
+    assert_symbolic(model, [{"X": randn([2, 2, 4, 6]), "W": w}, {"X": randn([1, 2, 5, 5]), "W": w}], atol=1e-4)
+    half = make_model([node("ConvTranspose", ["X", "W"], "Y", strides=[2, 1])],
+                      [("X", TP.FLOAT16, [1, 2, 4, 5]), ("W", TP.FLOAT16, [2, 3, 3, 3])],
+                      [("Y", TP.FLOAT16, [None] * 4)])
+    assert_matches_reference(half, {"X": randn([1, 2, 4, 5], np.float16), "W": randn([2, 3, 3, 3], np.float16)},
+                             rtol=1e-2, atol=1e-2)
+
+
+# ---- ConvInteger -----------------------------------------------------------------------
+
+def test_conv_integer():
+    x = RNG.integers(0, 255, [1, 3, 7, 6]).astype(np.uint8)
+    w = RNG.integers(0, 255, [4, 3, 3, 2]).astype(np.uint8)
+    xz, wz = np.array([17], np.uint8), np.array([128], np.uint8)
+    model = make_model([node("ConvInteger", ["x", "w", "xz", "wz"], "y", pads=[1, 1, 0, 1], strides=[2, 1])],
+                       [("x", TP.UINT8, x.shape), ("w", TP.UINT8, w.shape), ("xz", TP.UINT8, [1]),
+                        ("wz", TP.UINT8, [1])], [("y", TP.INT32, [None] * 4)])
+    assert_matches_ort(model, {"x": x, "w": w, "xz": xz, "wz": wz})
+
+
+def test_conv_integer_per_channel_int8():
+    x = RNG.integers(-128, 127, [2, 4, 5, 5]).astype(np.int8)
+    w = RNG.integers(-128, 127, [6, 2, 2, 2]).astype(np.int8)
+    wz = RNG.integers(-5, 5, [6]).astype(np.int8)
+    model = make_model([node("ConvInteger", ["x", "w", "", "wz"], "y", group=2, auto_pad="SAME_UPPER")],
+                       [("x", TP.INT8, x.shape), ("w", TP.INT8, w.shape), ("wz", TP.INT8, [6])],
+                       [("y", TP.INT32, [None] * 4)])
+    assert_matches_reference(model, {"x": x, "w": w, "wz": wz})
+
+
+# ---- pooling ------------------------------------------------------------------------------
+
+POOLS = [  # (op, attrs) over X [2, 3, 9, 10]
+    ("MaxPool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ("MaxPool", {"kernel_shape": [2, 3], "strides": [2, 2], "ceil_mode": 1}),
+    ("MaxPool", {"kernel_shape": [2, 2], "dilations": [2, 3], "pads": [1, 0, 1, 1]}),
+    ("MaxPool", {"kernel_shape": [3, 2], "auto_pad": "SAME_UPPER", "strides": [2, 3]}),
+    ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2], "count_include_pad": 1}),
+    ("AveragePool", {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1, "count_include_pad": 1,
+                     "pads": [1, 0, 1, 0]}),
+    ("AveragePool", {"kernel_shape": [2, 3], "auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+    ("AveragePool", {"kernel_shape": [2, 2], "dilations": [2, 2], "pads": [1, 1, 0, 0]}),
+    ("LpPool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2], "p": 2}),
+    ("LpPool", {"kernel_shape": [2, 3], "strides": [1, 2], "p": 1}),
+    ("LpPool", {"kernel_shape": [2, 2], "p": 3}),
+    ("GlobalAveragePool", {}),
+    ("GlobalMaxPool", {}),
+    ("GlobalLpPool", {"p": 3}),
+]
+
+
+def test_pool_variants():
+    x = randn([2, 3, 9, 10])
+    nodes = [node(op, ["X"], f"Y{i}", **attrs) for i, (op, attrs) in enumerate(POOLS)]
+    outputs = [(f"Y{i}", TP.FLOAT, [None] * 4) for i in range(len(POOLS))]
+    assert_matches_ort(make_model(nodes, [("X", TP.FLOAT, x.shape)], outputs), {"X": x}, atol=1e-5)
+
+
+def test_max_pool_indices():
+    x = randn([2, 3, 7, 8])
+    nodes = [node("MaxPool", ["X"], ["Y0", "I0"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("MaxPool", ["X"], ["Y1", "I1"], kernel_shape=[2, 3], strides=[2, 1], storage_order=1)]
+    outputs = [(n, t, [None] * 4) for n, t in (("Y0", TP.FLOAT), ("I0", TP.INT64), ("Y1", TP.FLOAT), ("I1", TP.INT64))]
+    assert_matches_ort(make_model(nodes, [("X", TP.FLOAT, x.shape)], outputs), {"X": x})
+
+
+@pytest.mark.parametrize("elem, dtype", [(TP.INT8, np.int8), (TP.UINT8, np.uint8), (TP.FLOAT16, np.float16)])
+def test_max_pool_types(elem, dtype):
+    x = RNG.integers(-100 if dtype == np.int8 else 0, 100, [1, 2, 6, 7]).astype(dtype)
+    model = make_model([node("MaxPool", ["X"], "Y", kernel_shape=[3, 2], pads=[1, 0, 1, 1], strides=[2, 2])],
+                       [("X", elem, x.shape)], [("Y", elem, [None] * 4)])
+    assert_matches_ort(model, {"X": x})
+
+
+@pytest.mark.parametrize("op, attrs, xshape", [
+    ("MaxPool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, [2, 3, 11]),
+    ("AveragePool", {"kernel_shape": [2, 2, 3], "strides": [1, 2, 2], "pads": [0, 1, 1, 1, 0, 1]}, [1, 2, 4, 5, 6]),
+    ("MaxPool", {"kernel_shape": [2, 2, 2], "dilations": [1, 2, 1], "ceil_mode": 1, "strides": [2, 2, 2]},
+     [1, 2, 5, 6, 7]),
+])
+def test_pool_1d_3d(op, attrs, xshape):
+    model = make_model([node(op, ["X"], "Y", **attrs)], [("X", TP.FLOAT, xshape)],
+                       [("Y", TP.FLOAT, [None] * len(xshape))])
+    assert_matches_ort(model, {"X": randn(xshape)})
+
+
+def test_global_pools_double():
+    x = randn([2, 3, 4, 5], np.float64)
+    nodes = [node("GlobalAveragePool", ["X"], "A"), node("GlobalMaxPool", ["X"], "M"),
+             node("GlobalLpPool", ["X"], "L", p=3)]
+    model = make_model(nodes, [("X", TP.DOUBLE, x.shape)], [(n, TP.DOUBLE, [2, 3, 1, 1]) for n in "AML"])
+    expected = [x.mean(axis=(2, 3), keepdims=True), x.max(axis=(2, 3), keepdims=True),
+                (np.abs(x) ** 3).sum(axis=(2, 3), keepdims=True) ** (1 / 3)]
+    actual = onnxc.InferenceSession(model.SerializeToString()).run(None, {"X": x})
+    assert_close(actual, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_pool_symbolic_batch_and_spatial():
+    nodes = [node("MaxPool", ["X"], ["Y", "I"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+             node("AveragePool", ["X"], "A", kernel_shape=[3, 2], auto_pad="SAME_UPPER", strides=[2, 2]),
+             node("AveragePool", ["X"], "P", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+             node("GlobalAveragePool", ["X"], "G")]
+    outputs = [("Y", TP.FLOAT, [None] * 4), ("I", TP.INT64, [None] * 4), ("A", TP.FLOAT, [None] * 4),
+               ("P", TP.FLOAT, [None] * 4), ("G", TP.FLOAT, ["N", 3, 1, 1])]
+    model = make_model(nodes, [("X", TP.FLOAT, ["N", 3, "H", "W"])], outputs)
+    assert_symbolic(model, [{"X": randn([2, 3, 9, 8])}, {"X": randn([1, 3, 4, 7])}])
+
+
+def test_max_unpool():
+    x = randn([2, 3, 6, 8])
+    pool = node("MaxPool", ["X"], ["P", "I"], kernel_shape=[2, 2], strides=[2, 2])
+    unpool = node("MaxUnpool", ["P", "I"], "Y", kernel_shape=[2, 2], strides=[2, 2])
+    model = make_model([pool, unpool], [("X", TP.FLOAT, x.shape)], [("Y", TP.FLOAT, [2, 3, 6, 8])])
+    assert_matches_ort(model, {"X": x})
+
+
+def test_max_unpool_output_shape():
+    x = randn([1, 2, 2, 2])
+    indices = np.array([[[[0, 3], [9, 14]], [[16, 18], [25, 31]]]], np.int64)
+    model = make_model([node("MaxUnpool", ["X", "I", "S"], "Y", kernel_shape=[2, 2], strides=[2, 2])],
+                       [("X", TP.FLOAT, x.shape), ("I", TP.INT64, indices.shape), ("S", TP.INT64, [4])],
+                       [("Y", TP.FLOAT, [None] * 4)])
+    assert_matches_reference(model, {"X": x, "I": indices, "S": np.array([1, 2, 5, 6], np.int64)})
+    with pytest.raises(onnxc.RuntimeFailure):
+        onnxc.InferenceSession(model.SerializeToString()).run(
+            None, {"X": x, "I": indices * 5, "S": np.array([1, 2, 5, 6], np.int64)})
