@@ -47,6 +47,7 @@ def with_random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
     del g.node[:]
     g.node.extend(kept)
     g.initializer.extend(new_inits)
+    model.ir_version = max(model.ir_version, 4)  # IR 3 would require initializers to be inputs too
     return model
 
 
