@@ -205,7 +205,7 @@ class CEmitter:
     def _place_const(self, v: Value) -> None:
         if id(v) in self.locs:
             return
-        array = np.ascontiguousarray(v.const)
+        array = np.asarray(v.const, order="C")
         raw = array.tobytes()
         if len(raw) > INLINE_CONST_BYTES:
             pad = (-len(self.weights)) % WEIGHT_ALIGN

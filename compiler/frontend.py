@@ -113,7 +113,7 @@ def build_graph(model: onnx.ModelProto) -> Graph:
         except Exception as e:
             raise ModelError(f"initializer {init.name!r} cannot be read: {e}") from e
         dt.from_onnx(init.data_type)
-        v = graph.new_value(init.name, dt.from_onnx(init.data_type), tuple(array.shape), np.ascontiguousarray(array))
+        v = graph.new_value(init.name, dt.from_onnx(init.data_type), tuple(array.shape), np.asarray(array, order="C"))
         by_name[init.name] = v
     if g.sparse_initializer:
         raise UnsupportedError("sparse initializers are not supported")

@@ -108,7 +108,7 @@ class Graph:
         return name
 
     def constant(self, name: str, array: np.ndarray) -> Value:
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         return self.new_value(name, dt.from_numpy(array.dtype), tuple(array.shape), array)
 
     def add_node(self, node: Node) -> Node:

@@ -184,7 +184,7 @@ class InferenceSession:
                 raise InvalidArgument(f"Got invalid dimensions for input: {spec.name} for the following "
                                       f"indices\n" + "\n".join(bad) + "\n Please fix either the inputs/outputs "
                                       f"or the model.")
-            arrays.append(np.ascontiguousarray(array))
+            arrays.append(np.asarray(array, order="C"))
         return arrays
 
 

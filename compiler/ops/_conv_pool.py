@@ -167,6 +167,13 @@ def flat_index(names: Sequence[str], sizes: Sequence[CExpr]) -> str:
     return expr
 
 
+def row_offset(names: Sequence[str], sizes: Sequence[CExpr]) -> str:
+    """Flat offset of the row (last axis) at positions ``names`` of the leading axes."""
+    if len(sizes) == 1:
+        return "0"
+    return f"{flat_index(names, sizes[:-1])} * {cexpr.lit(sizes[-1])}"
+
+
 def conv_shape(node: Node, dims: DimTable, x_shape: tuple, w_shape: tuple,
                fail: Callable[[str], ShapeError]) -> tuple:
     """Output shape of Conv / ConvInteger: (N, M, spatial...)."""

@@ -54,9 +54,13 @@ def const_ints(ctx: InferContext, i: int) -> Optional[list[int]]:
     return None if value is None else [int(x) for x in np.asarray(value).reshape(-1)]
 
 
+def data_dim(ctx: InferContext, node) -> str:
+    """A fresh dim that the node's shape template computes from tensor values."""
+    return ctx.dims.data(node.name or node.op_type)
+
+
 def data_dims(ctx: InferContext, node, count: int) -> list[str]:
-    """``count`` fresh dims that the node's shape template computes from tensor values."""
-    return [ctx.dims.data(node.name or node.op_type) for _ in range(count)]
+    return [data_dim(ctx, node) for _ in range(count)]
 
 
 def data_dim_ptrs(k: KernelContext, t: TensorRef) -> list[Optional[str]]:
@@ -154,7 +158,8 @@ def check_elements_shapes(ctx: InferContext, data_shape: tuple, indices_shape: t
 def elements_data(k: KernelContext, data: TensorRef, indices: TensorRef, axis: int, op: str) -> dict[str, Any]:
     """Template data walking ``indices`` with the matching ``data`` offsets (the axis term comes from the index)."""
     strides = data.strides
-    checks = [{"cond": f"{cexpr.lit(i)} > {cexpr.lit(d)}", "msg": c_string(f"{op}: indices dim {a} exceeds the data dim")}
+    checks = [{"cond": f"{cexpr.lit(i)} > {cexpr.lit(d)}",
+               "msg": c_string(f"{op}: indices dim {a} exceeds the data dim")}
               for a, (i, d) in enumerate(zip(indices.dims, data.dims))
               if a != axis and not (isinstance(i, int) and isinstance(d, int)) and i != d]
     loops = loops_data(indices.dims, [0 if a == axis else s for a, s in enumerate(strides)])

@@ -1,6 +1,6 @@
 from ...codegen import cexpr
 from .registry import OpDef, register
-from ._indexing import INDEX_TYPES, check_index_type, const_ints, data_dim_ptrs, norm_axes, vector_len
+from ._indexing import INDEX_TYPES, check_index_type, const_ints, data_dim, data_dim_ptrs, norm_axes, vector_len
 
 
 @register("CenterCropPad", since=18)
@@ -22,7 +22,7 @@ class CenterCropPad(OpDef):
         out = list(x.shape)
         for i, a in enumerate(axes):
             if shape is None:
-                out[a] = ctx.dims.data(node.name or "CenterCropPad")
+                out[a] = data_dim(ctx, node)
             elif shape[i] < 0:
                 raise ctx.fail(f"shape {shape} has a negative dim")
             else:

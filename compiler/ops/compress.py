@@ -1,7 +1,7 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import OpDef, register
-from ._indexing import norm_axis
+from ._indexing import data_dim, norm_axis
 
 
 @register("Compress", since=9)
@@ -19,7 +19,7 @@ class Compress(OpDef):
             dim = ctx.dims.product(x.shape)
         selected = ctx.const(1)
         if selected is None or not isinstance(dim, int):
-            count = ctx.dims.data(node.name or "Compress")
+            count = data_dim(ctx, node)
         else:
             if selected[dim:].any():
                 raise ctx.fail(f"condition selects indices beyond the dim {dim}")

@@ -8,7 +8,8 @@ from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
-from ._conv_pool import affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, window
+from ._conv_pool import (affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group,
+                         row_offset, window)
 from ._elementwise import check_dtype
 from .registry import InferContext, OpDef, register
 
@@ -68,6 +69,7 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     kk = cexpr.mul(cg, kp)
     size_in, size_out = cexpr.prod(in_dims), cexpr.prod(out_dims)
     direct = x_native and all(v == 1 for v in win.kernel + win.strides) and all(p == 0 for p in begins + ends)
+    depthwise = not direct and cg == 1 and mg == 1
     checks = list(checks)
     if c != cexpr.mul(cg, group):
         checks.append({"cond": f"{cexpr.lit(c)} != {cexpr.lit(cexpr.mul(cg, group))}",
@@ -93,30 +95,26 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         "checks": checks, "ct": g.ctype, "xt": x.ctype, "yt": y.ctype, "gemm": g.fn,
         "N": cexpr.lit(n), "C": cexpr.lit(c), "M": cexpr.lit(m), "G": group, "Cg": cexpr.lit(cg),
         "Mg": cexpr.lit(mg), "K": cexpr.lit(kk), "IN": cexpr.lit(size_in), "OUT": cexpr.lit(size_out),
-        "axes": axes, "direct": direct,
+        "axes": axes, "direct": direct, "depthwise": depthwise,
         "x_load": x_load, "x_ptr": x.name,
         "w_load": w_load.format(K=cexpr.lit(kk)) if w_load else None,
         "w_ptr": f"{cast}{w.name}",
         "bias": bias, "y_store": y_store,
         "y_ptr": f"({g.ctype} *){y.name}" if y_store is None and g.ctype != y.ctype else y.name,
         "row_index": flat_index(["c"] + [f"k{a}" for a in range(rank)], [cg] + list(win.kernel)),
-        "dst_offset": _row_offset(["(o0 - first)"] + [f"o{a}" for a in range(1, rank - 1)], out_dims),
-        "src_offset": _row_offset([f"i{a}" for a in range(rank - 1)], in_dims),
+        "dst_offset": row_offset(["(o0 - first)"] + [f"o{a}" for a in range(1, rank - 1)], out_dims),
+        "src_offset": row_offset([f"i{a}" for a in range(rank - 1)], in_dims),
         "rows": cexpr.lit(rows), "inner": cexpr.lit(inner),
+        "full_dst_offset": row_offset([f"o{a}" for a in range(rank - 1)], out_dims),
+        "kernel_index": flat_index([f"k{a}" for a in range(rank)], win.kernel),
     }
-    kernel = k.kernel("c/conv.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel = k.kernel("c/conv.c.j2", helpers=() if depthwise else (_gemm.HELPER,), **data)
     if w_load:
         kernel.scratch["w"] = cexpr.mul(m, kk, g.size)
-    if not direct:
+    if not (direct or depthwise):
         kernel.scratch["col"] = cexpr.mul(kk, width, g.size)
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
-    kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk)
+    if not depthwise:
+        kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk)
     return kernel
-
-
-def _row_offset(names: Sequence[str], sizes: Sequence[cexpr.CExpr]) -> str:
-    """Flat offset of the row (last axis) at positions ``names`` of the leading axes."""
-    if len(sizes) == 1:
-        return "0"
-    return f"{flat_index(names, sizes[:-1])} * {cexpr.lit(sizes[-1])}"

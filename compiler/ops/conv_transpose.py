@@ -7,7 +7,7 @@ from .. import dtypes as dt
 from ..errors import ShapeError
 from ..ir import Node
 from . import _gemm
-from ._conv_pool import Window, affine, axes_data, flat_index, negate, per_group, window
+from ._conv_pool import Window, affine, axes_data, flat_index, negate, per_group, row_offset, window
 from ._elementwise import check_dtype
 from .registry import InferContext, OpDef, register
 
@@ -25,8 +25,8 @@ class ConvTranspose(OpDef):
         if len(x.shape) < 3 or len(w.shape) != len(x.shape):
             raise ctx.fail(f"X {list(x.shape)} and W {list(w.shape)} must have the same rank, at least 3")
         group = node.attrs.get("group", 1)
-        if group < 1:
-            raise ctx.fail(f"group {group} must be positive")
+        if group < 1 or (isinstance(x.shape[1], int) and x.shape[1] % group):
+            raise ctx.fail(f"group {group} must be positive and divide the {x.shape[1]} input channels")
         rank = len(x.shape) - 2
         win = window(node, rank, w.shape[2:], ctx.fail)
         output_padding = _output_padding(node, rank, ctx.fail)
@@ -72,8 +72,6 @@ class ConvTranspose(OpDef):
         if not isinstance(c, int):
             checks.append({"cond": f"{c} % {group} != 0",
                            "msg": c_string("ConvTranspose: X channels are not a multiple of group")})
-        elif c % group:
-            raise k.unsupported(f"{c} input channels are not a multiple of group {group}")
         if k.has_input(2) and k.input(2).dims[0] != m:
             checks.append({"cond": f"{cexpr.lit(k.input(2).dims[0])} != {cexpr.lit(m)}",
                            "msg": c_string("ConvTranspose: B does not have one value per output channel")})
@@ -93,7 +91,8 @@ class ConvTranspose(OpDef):
             "bias": k.input(2).load(f"g * {cexpr.lit(mg)} + m") if k.has_input(2) else "0",
             "y_ptr": y.name, "y_store": None if native else y.store("acc[i]"),
             "row_index": flat_index(["m"] + [f"k{a}" for a in range(rank)], [mg] + list(win.kernel)),
-            "src_offset": _lead_offset("i", in_dims), "dst_offset": _lead_offset("o", out_dims),
+            "src_offset": row_offset([f"i{a}" for a in range(rank - 1)], in_dims),
+            "dst_offset": row_offset([f"o{a}" for a in range(rank - 1)], out_dims),
         }
         kernel = k.kernel("c/conv_transpose.c.j2", helpers=(_gemm.HELPER,), **data)
         if not native:
@@ -103,12 +102,6 @@ class ConvTranspose(OpDef):
         kernel.scratch["col"] = cexpr.mul(mkp, size_in, g.size)
         kernel.scratch["pack"] = _gemm.pack_bytes(g, mkp, size_in, cg)
         return kernel
-
-
-def _lead_offset(prefix: str, sizes) -> str:
-    if len(sizes) == 1:
-        return "0"
-    return f"{flat_index([f'{prefix}{a}' for a in range(len(sizes) - 1)], sizes[:-1])} * {cexpr.lit(sizes[-1])}"
 
 
 def _output_padding(node: Node, rank: int, fail) -> list[int]:

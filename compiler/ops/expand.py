@@ -2,7 +2,7 @@ from ...codegen import cexpr
 from .. import dtypes as dt
 from ..dims import broadcast_shapes
 from .registry import OpDef, register
-from ._indexing import check_index_type, const_ints, data_dim_ptrs, strided_copy, vector_len
+from ._indexing import check_index_type, const_ints, data_dim, data_dim_ptrs, strided_copy, vector_len
 
 
 @register("Expand", since=8)
@@ -21,7 +21,7 @@ class Expand(OpDef):
         rank = max(len(x.shape), n)
         padded = (1,) * (rank - len(x.shape)) + tuple(x.shape)
         # A static input dim other than 1 is the output dim; the rest depend on the shape values.
-        return [(x.dtype, tuple(d if isinstance(d, int) and d != 1 else ctx.dims.data(node.name or "Expand")
+        return [(x.dtype, tuple(d if isinstance(d, int) and d != 1 else data_dim(ctx, node)
                                 for d in padded))]
 
     def lower(self, node, k):
@@ -33,6 +33,7 @@ class Expand(OpDef):
         kernel = strided_copy(k, x, y.dims, strides)
         if k.data_dims:
             kernel.shape_template = "c/expand_shape.c.j2"
-            kernel.shape_data = {"in_dims": ["1"] * pad + [cexpr.lit(d) for d in x.dims], "pad": y.rank - k.input(1).dims[0],
-                                 "shape": k.input(1).name, "dim_ptrs": data_dim_ptrs(k, y)}
+            kernel.shape_data = {"in_dims": ["1"] * pad + [cexpr.lit(d) for d in x.dims],
+                                 "pad": y.rank - k.input(1).dims[0], "shape": k.input(1).name,
+                                 "dim_ptrs": data_dim_ptrs(k, y)}
         return kernel

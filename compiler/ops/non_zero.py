@@ -3,6 +3,7 @@ import numpy as np
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import OpDef, register
+from ._indexing import data_dim
 
 
 @register("NonZero", since=9)
@@ -12,7 +13,7 @@ class NonZero(OpDef):
     def infer(self, node, ctx):
         x = ctx.inp(0)
         value = ctx.const(0)
-        count = ctx.dims.data(node.name or "NonZero") if value is None else int(np.count_nonzero(value))
+        count = data_dim(ctx, node) if value is None else int(np.count_nonzero(value))
         return [(dt.INT64, (len(x.shape), count))]
 
     def lower(self, node, k):

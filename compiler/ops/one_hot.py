@@ -3,6 +3,7 @@ import math
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import OpDef, register
+from ._indexing import data_dim
 from ._elementwise import check_dtype
 
 
@@ -32,7 +33,7 @@ class OneHot(OpDef):
         axis %= rank
         d = ctx.const(1)
         if d is None:
-            n = ctx.dims.data(node.name or "OneHot")
+            n = data_dim(ctx, node)
         else:
             value = float(d.reshape(-1)[0])
             if not math.isfinite(value) or value < 0:

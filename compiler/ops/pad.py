@@ -3,8 +3,8 @@ from typing import Optional
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import OpDef, register
-from ._indexing import check_index_type, const_ints, data_dim_ptrs, data_dims, norm_axes, scalar_literal, \
-    vector_len
+from ._indexing import (check_index_type, const_ints, data_dim, data_dim_ptrs, data_dims, norm_axes, scalar_literal,
+                       vector_len)
 
 MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
 
@@ -29,7 +29,7 @@ class PadBase(OpDef):
         if pads is None:
             out = list(x.shape)
             for a in axes:
-                out[a] = ctx.dims.data(node.name or "Pad")
+                out[a] = data_dim(ctx, node)
             return [(x.dtype, tuple(out))]
         if len(pads) != 2 * len(axes):
             raise ctx.fail(f"pads has {len(pads)} entries for {len(axes)} axes")
@@ -116,8 +116,8 @@ class Pad(PadBase):
                 raise ctx.fail(f"pads has {n} entries for {ctx.inp(3).shape[0]} axes")
         elif n != 2 * len(ctx.inp(0).shape):
             raise ctx.fail(f"pads has {n} entries for rank {len(ctx.inp(0).shape)}")
-        if ctx.has(2) and ctx.inp(2).dtype != ctx.inp(0).dtype:
-            raise ctx.fail("constant_value type differs from the data type")
+        if ctx.has(2) and (ctx.inp(2).dtype != ctx.inp(0).dtype or ctx.inp(2).shape not in ((), (1,))):
+            raise ctx.fail("constant_value must be a scalar of the data type")
 
     def value(self, node, k):
         return f"{k.input(2).name}[0]" if k.has_input(2) else "0"

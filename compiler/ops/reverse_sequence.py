@@ -25,7 +25,10 @@ class ReverseSequence(OpDef):
         inner = cexpr.prod(x.dims[2:])
         # X viewed as (dim 0, dim 1, inner): strides of the batch and time axes.
         strides = [cexpr.mul(x.dims[1], inner), inner]
+        batches = x.dims[batch_axis]
+        checks = [] if lens.dims[0] == batches else [f"{cexpr.lit(lens.dims[0])} != {cexpr.lit(batches)}"]
         return k.kernel("c/reverse_sequence.c.j2", src=x.name, dst=y.name, ctype=y.ctype, lens=lens.name,
+                        checks=checks,
                         batches=cexpr.lit(x.dims[batch_axis]), steps=cexpr.lit(x.dims[1 - batch_axis]),
                         batch_stride=cexpr.lit(strides[batch_axis]), time_stride=cexpr.lit(strides[1 - batch_axis]),
                         inner=cexpr.lit(inner))

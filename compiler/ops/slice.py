@@ -2,7 +2,7 @@ from typing import Optional
 
 from ...codegen import cexpr
 from .registry import OpDef, register
-from ._indexing import (BIG, check_index_type, clamp_big, data_dim_ptrs, data_dims, norm_axes, strided_copy,
+from ._indexing import (BIG, check_index_type, clamp_big, data_dim, data_dim_ptrs, norm_axes, strided_copy,
                         vector_len)
 
 
@@ -32,7 +32,7 @@ class SliceBase(OpDef):
         plan = _static_plan(x.shape, starts, ends, axes, steps)
         if plan is None:  # run-time parameters: the sliced dims are data-dependent
             sliced = set(axes) if axes is not None else set(range(rank))
-            return [(x.dtype, tuple(data_dims(ctx, node, 1)[0] if a in sliced else d
+            return [(x.dtype, tuple(data_dim(ctx, node) if a in sliced else d
                                     for a, d in enumerate(x.shape)))]
         out = list(x.shape)
         for a, (start, end, step) in plan.items():

@@ -14,6 +14,8 @@ class Trilu(OpDef):
             raise ctx.fail(f"input must be at least 2-D, got {x.shape}")
         if ctx.has(1):
             check_index_type(ctx, ctx.inp(1).dtype, "k", (dt.INT64,))
+            if ctx.inp(1).shape not in ((), (1,)):
+                raise ctx.fail(f"k must be a scalar, got shape {ctx.inp(1).shape}")
         return [(x.dtype, x.shape)]
 
     def lower(self, node, k):

@@ -79,7 +79,7 @@ def _fold_shape_query(node: Node) -> bool:
 
 
 def _set_const(node: Node, out, array: np.ndarray) -> None:
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")
     if out.dtype is not None and array.dtype != out.dtype.np:
         raise ShapeError(f"{node.label}: folded value of {out.name!r} is {array.dtype}, inference said {out.dtype}")
     if out.shape is not None and is_static(out.shape) and tuple(array.shape) != tuple(out.shape):

@@ -11,6 +11,8 @@ import warnings
 from typing import Any
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
 
 EXPECTED_FAILURES = os.path.join(os.path.dirname(__file__), "expected_failures.txt")
 
@@ -63,6 +65,13 @@ def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) ->
         raise Mismatch(f"{name}: {str(err).strip().splitlines()[0:6]}") from None
 
 
+def _as_array(value: Any) -> Any:
+    """Cases give some tensors as TensorProto (e.g. float8 data): convert those."""
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    return value
+
+
 def run_case(case: Any, workdir: str, opt: str = "-O3") -> None:
     """Compile, load and run one case; raises on any failure or mismatch."""
     import onnxc
@@ -77,7 +86,9 @@ def run_case(case: Any, workdir: str, opt: str = "-O3") -> None:
         if len(inputs) != len(input_names):
             raise Mismatch(f"case feeds {len(inputs)} inputs, model declares {len(input_names)}")
         feed = {}
+        outputs = [_as_array(o) for o in outputs]
         for name, value in zip(input_names, inputs):
+            value = _as_array(value)
             if isinstance(value, np.generic):
                 value = np.asarray(value)
             if not isinstance(value, np.ndarray):

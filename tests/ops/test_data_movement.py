@@ -65,7 +65,8 @@ def _layout_model(elem: int):
              _ints("steps", [-1, 2]), _ints("expand_shape", [2, 1, 3, 4]), _ints("repeats", [2, 1, 2]),
              _ints("gather_indices", [[2, -1], [0, 1]])]
     ranks = {"transpose": 3, "transpose_default": 3, "flatten": 2, "flatten_neg": 2, "unsqueeze": 5, "squeeze": 4,
-             "reshape": 2, "transpose_back": 3, "concat": 3, "split0": 3, "split1": 3, "slice": 3, "expand": 4, "tile": 3, "gather": 4}
+             "reshape": 2, "transpose_back": 3, "concat": 3, "split0": 3, "split1": 3, "slice": 3, "expand": 4,
+             "tile": 3, "gather": 4}
     return make_model(nodes, [("x", elem, [2, 3, 4])], _outputs(elem, ranks), inits, opset=21)
 
 
