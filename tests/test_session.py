@@ -185,3 +185,11 @@ def test_large_weights_live_in_the_weights_file_not_the_source(tmp_path):
     s = onnxc.InferenceSession(str(tmp_path))
     x = np.ones((256, 256), np.float32)
     np.testing.assert_allclose(s.run(None, {"x": x})[0], x + onnx.numpy_helper.to_array(w), rtol=1e-6)
+
+
+def test_scalar_inputs_and_outputs():
+    m = make_model([helper.make_node("Add", ["a", "b"], ["y"])], [("a", T.FLOAT, []), ("b", T.FLOAT, [])],
+                   [("y", T.FLOAT, [])])
+    s = onnxc.InferenceSession(m)
+    y, = s.run(None, {"a": np.array(1.5, np.float32), "b": np.array(2.0, np.float32)})
+    assert y.shape == () and y == np.float32(3.5)

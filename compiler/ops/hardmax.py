@@ -7,6 +7,7 @@ class HardmaxCoerced(SoftmaxFamily):
     """output = 1 at the first maximum of the 2-D coercion's row at axis, 0 elsewhere."""
     mode = "hardmax"
     coerce_2d = True
+    foldable = False  # the ONNX reference evaluator ignores the 2-D coercion
 
 
 @register("Hardmax", since=13)

@@ -8,6 +8,7 @@ from .registry import OpDef, register
 @register("LayerNormalization", since=17)
 class LayerNormalization(OpDef):
     """Y = (X - mean) / sqrt(var + epsilon) * Scale + B over the axes from axis on; optional Mean, InvStdDev."""
+    foldable = False  # the ONNX reference evaluator types Mean and InvStdDev like X, not like stash_type
 
     def infer(self, node, ctx):
         x = ctx.inp(0)

@@ -7,6 +7,7 @@ from .registry import OpDef, register
 @register("LRN", since=1)
 class LRN(OpDef):
     """Y = X / (bias + alpha / size * sum of X^2 over the neighbouring channels)^beta."""
+    foldable = False  # the ONNX reference evaluator loops over the batch axis instead of the channels
 
     def infer(self, node, ctx):
         x = ctx.inp(0)

@@ -22,16 +22,13 @@ def squeezed_shape(ctx, shape: tuple, axes) -> tuple:
 class SqueezeV1(Copy):
     """Y = X without the size-1 axes listed in the axes attribute (all size-1 axes by default)."""
 
-    def axes(self, node, rank: int):
-        axes = node.attrs.get("axes")
-        return [a % rank for a in axes] if axes else None
-
     def infer(self, node, ctx):
         x = ctx.inp(0)
         return [(x.dtype, squeezed_shape(ctx, x.shape, node.attrs.get("axes") or None))]
 
     def checks(self, node, k):
-        return unit_dim_checks(k, self.axes(node, k.input(0).rank) or [], "Squeeze")
+        rank = k.input(0).rank
+        return unit_dim_checks(k, [a % rank for a in node.attrs.get("axes", ())], "Squeeze")
 
 
 @register("Squeeze", since=13)

@@ -26,8 +26,14 @@ def run_node(node: Node) -> list[np.ndarray]:
         else:
             proto.attribute.append(helper.make_attribute(key, value))
     feeds = {name: v.const for name, v in zip(in_names, node.inputs) if v is not None}
+    graph = helper.make_graph(
+        [proto], "fold",
+        [helper.make_tensor_value_info(n, v.dtype.onnx, v.shape) for n, v in zip(in_names, node.inputs) if v],
+        [helper.make_tensor_value_info(n, 0, None) for n in out_names])
+    opsets = {"": node.opset} if node.domain == "" else {"": 21, node.domain: node.opset}
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
     try:
-        ref = ReferenceEvaluator(proto, opsets={node.domain: node.opset})
+        ref = ReferenceEvaluator(model)
         outs = ref.run(None, feeds)
     except Exception as e:
         raise ShapeError(f"{node.label}: constant folding failed: {type(e).__name__}: {e}") from e

@@ -79,6 +79,8 @@ def test_conv_2d_variants():
     ([1, 4, 12], [4, 2, 5], {"group": 2, "dilations": [2], "pads": [3, 1]}),
     ([1, 4, 12], [4, 4, 4], {"auto_pad": "SAME_UPPER", "strides": [3]}),
     ([1, 2, 5, 6, 7], [3, 2, 2, 3, 2], {"pads": [1, 0, 1, 0, 1, 1], "strides": [1, 2, 1]}),
+    ([2, 3, 10], [3, 1, 3], {"group": 3, "pads": [1, 1], "strides": [2]}),
+    ([1, 2, 4, 5, 6], [2, 1, 2, 2, 3], {"group": 2, "pads": [1, 0, 1, 0, 1, 1], "dilations": [1, 2, 1]}),
 ])
 def test_conv_1d_3d(xshape, wshape, attrs):
     model = make_model([node("Conv", ["X", "W", "B"], "Y", **attrs)],
@@ -166,10 +168,15 @@ def test_conv_integer_per_channel_int8():
     x = RNG.integers(-128, 127, [2, 4, 5, 5]).astype(np.int8)
     w = RNG.integers(-128, 127, [6, 2, 2, 2]).astype(np.int8)
     wz = RNG.integers(-5, 5, [6]).astype(np.int8)
-    model = make_model([node("ConvInteger", ["x", "w", "", "wz"], "y", group=2, auto_pad="SAME_UPPER")],
-                       [("x", TP.INT8, x.shape), ("w", TP.INT8, w.shape), ("wz", TP.INT8, [6])],
-                       [("y", TP.INT32, [None] * 4)])
-    assert_matches_reference(model, {"x": x, "w": w, "wz": wz})
+    dw = RNG.integers(-128, 127, [4, 1, 3, 3]).astype(np.int8)
+    dwz = RNG.integers(-5, 5, [4]).astype(np.int8)
+    xz = np.array([3], np.int8)
+    nodes = [node("ConvInteger", ["x", "w", "", "wz"], "y", group=2, auto_pad="SAME_UPPER"),
+             node("ConvInteger", ["x", "dw", "xz", "dwz"], "z", group=4, pads=[1, 1, 1, 1], strides=[2, 1])]
+    model = make_model(nodes, [("x", TP.INT8, x.shape), ("w", TP.INT8, w.shape), ("wz", TP.INT8, [6]),
+                               ("dw", TP.INT8, dw.shape), ("xz", TP.INT8, [1]), ("dwz", TP.INT8, [4])],
+                       [("y", TP.INT32, [None] * 4), ("z", TP.INT32, [None] * 4)])
+    assert_matches_reference(model, {"x": x, "w": w, "wz": wz, "dw": dw, "xz": xz, "dwz": dwz})
 
 
 # ---- pooling ------------------------------------------------------------------------------

@@ -326,3 +326,42 @@ def test_old_opsets():
     model = make_model(nodes, inputs, _outputs(TP.FLOAT, ranks), inits, opset=9)
     rng = np.random.default_rng(8)
     assert_matches_ort(model, {"x": _random(TP.FLOAT, [2, 3, 4], rng), "updates": _random(TP.FLOAT, [2, 1, 4], rng)})
+
+
+def test_empty_tensors():
+    nodes = [
+        _node("Concat", ["x", "empty"], ["concat"], axis=1),
+        _node("Slice", ["x", "starts", "ends"], ["slice"]),
+        _node("Gather", ["x", "no_indices"], ["gather"], axis=1),
+        _node("Transpose", ["empty"], ["transpose"]),
+        _node("Pad", ["empty", "pads"], ["pad"]),
+        _node("Tile", ["empty", "repeats"], ["tile"]),
+        _node("Expand", ["empty", "shape"], ["expand"]),
+    ]
+    inits = [_ints("starts", [0, 2]), _ints("ends", [2, 1]), _ints("no_indices", np.zeros([0, 2], np.int64)),
+             _ints("pads", [1, 0, 1, 2]), _ints("repeats", [2, 3]), _ints("shape", [2, 1, 1])]
+    ranks = {"concat": 2, "slice": 2, "gather": 3, "transpose": 2, "pad": 2, "tile": 2, "expand": 3}
+    inputs = [("x", TP.FLOAT, [2, 3]), ("empty", TP.FLOAT, [2, 0])]
+    model = make_model(nodes, inputs, _outputs(TP.FLOAT, ranks), inits, opset=21)
+    rng = np.random.default_rng(9)
+    assert_matches_ort(model, {"x": _random(TP.FLOAT, [2, 3], rng), "empty": np.zeros([2, 0], np.float32)})
+
+
+def test_symbolic_equal_split_checks_divisibility():
+    model = make_model([_node("Split", ["x"], ["a", "b"])], [("x", TP.FLOAT, ["N"])],
+                       [("a", TP.FLOAT, [None]), ("b", TP.FLOAT, [None])], opset=13)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    a, b = sess.run(None, {"x": np.arange(4, dtype=np.float32)})
+    np.testing.assert_array_equal(np.concatenate([a, b]), np.arange(4))
+    with pytest.raises(onnxc.RuntimeFailure, match="do not add up"):
+        sess.run(None, {"x": np.arange(5, dtype=np.float32)})
+
+
+def test_reshape_shape_attribute():
+    """Reshape-1 (opset < 5) takes the shape as an attribute; onnxruntime no longer loads such models."""
+    model = make_model([_node("Reshape", ["x"], ["y"], shape=[0, -1])], [("x", TP.FLOAT, ["N", 3, 4])],
+                       [("y", TP.FLOAT, [None, None])], opset=4)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    for n in (1, 3):
+        x = np.arange(n * 12, dtype=np.float32).reshape(n, 3, 4)
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x.reshape(n, 12))
