@@ -14,7 +14,6 @@ from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..dims import Shape
-from ..ir import Node
 from ._reduce import check_type, float_lit, math_fn
 from .registry import InferContext
 
@@ -66,15 +65,13 @@ def unit_kernel(k: KernelContext, *, x: TensorRef, y: TensorRef, N, G, P, Q, eps
     """
     c = "double" if "double" in (x.compute, y.compute) else "float"
     size = cexpr.mul(P, Q)
-    affine = []
-    for (t, index), role in zip(params, ("scale", "bias")):
-        if t is not None:
-            affine.append({"role": role, "load": t.load(index)})
+    affine = [{"role": role, "load": t.load(index)}
+              for (t, index), role in zip(params, ("scale", "bias")) if t is not None]
+    stats_data = [{"name": t.name, "value": t.store("mu" if what == "mean" else "inv_std")} for t, what in stats]
     return k.kernel("c/normalization.c.j2", X=x.name, Y=y.name, compute=c, load=x.load("{}"), store=y.store("{}"),
                     N=cexpr.lit(N), G=cexpr.lit(G), P=cexpr.lit(P), Q=cexpr.lit(Q), size=cexpr.lit(size),
                     center=center, epsilon=float_lit(epsilon, c), sqrt=math_fn("sqrt", c), affine=affine,
-                    checks=list(checks), stats=[{"name": t.name, "value": t.store("mu" if what == "mean" else "inv_std")}
-                           for t, what in stats])
+                    checks=list(checks), stats=stats_data)
 
 
 def suffix_layout(k: KernelContext, block: Sequence[cexpr.CExpr], block_shape: Shape,

@@ -289,7 +289,7 @@ class Reduce(OpDef):
         x, y = k.input(0), k.out
         body = ReduceBody(plan_for(node, k, x, y.numel), y)
         acc_type = self.acc_type(x)
-        acc = body.accumulator("acc", acc_type)
+        acc = body.accumulator("accumulator", acc_type)
         body.init(acc, self.init(x))
         body.add(accumulate(body.plan, acc, acc_type, f"const {x.compute} x = {x.load('i')};",
                             self.combine("{a}", "x", x)))

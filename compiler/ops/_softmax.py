@@ -44,4 +44,3 @@ class SoftmaxFamily(OpDef):
                         block=cexpr.lit(cexpr.mul(n, inner)), at=f"base + {step}",
                         load=x.load("{}"), store=y.store("{}"), in_place=c == y.ctype,
                         exp=math_fn("exp", c), log=math_fn("log", c))
-

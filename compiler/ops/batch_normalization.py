@@ -1,5 +1,4 @@
 from ...codegen import cexpr
-from .. import dtypes as dt
 from ._normalization import check_float_input, check_vector, length_checks
 from ._reduce import float_lit, math_fn
 from .registry import OpDef, register
@@ -29,8 +28,6 @@ class BatchNormalizationBase(OpDef):
                 check_vector(ctx, i, x.shape[1], what)
         results = [(x.dtype, x.shape)]
         if self.training(node):
-            if self.per_element(node):
-                raise ctx.fail("training mode needs spatial=1")
             results += [(ctx.inp(3).dtype, ctx.inp(3).shape), (ctx.inp(4).dtype, ctx.inp(4).shape)]
         elif len(node.outputs) > 1:
             raise ctx.fail("the running statistics outputs exist only in training mode")
@@ -43,13 +40,13 @@ class BatchNormalizationBase(OpDef):
         C, S = x.dims[1], cexpr.prod(x.dims[2:])
         per_element = self.per_element(node)
         param = "c * " + cexpr.lit(S) + " + q" if per_element else "c"
-        training = self.training(node)
         checks = [] if per_element else length_checks(k, [(t, C) for t in (scale, bias, mean, var)])
         running = [{"name": out.name, "input": inp.load("c"), "batch": stat, "store": out.store("{}")}
                    for out, inp, stat in zip(k.outputs[1:], (mean, var), ("mu", "variance"))]
-        return k.kernel("c/batch_norm.c.j2", X=x.name, Y=y.name, compute=c, load=x.load("{}"), store=y.store("{}"),
-                        N=cexpr.lit(x.dims[0]), C=cexpr.lit(C), S=cexpr.lit(S), count=cexpr.lit(cexpr.mul(x.dims[0], S)),
-                        per_element=per_element, training=training, checks=checks,
+        return k.kernel("c/batch_norm.c.j2", X=x.name, Y=y.name, compute=c, load=x.load("{}"),
+                        store=y.store("{}"), N=cexpr.lit(x.dims[0]), C=cexpr.lit(C), S=cexpr.lit(S),
+                        count=cexpr.lit(cexpr.mul(x.dims[0], S)), per_element=per_element,
+                        training=self.training(node), checks=checks,
                         scale=scale.load(param), bias=bias.load(param), mean=mean.load(param), var=var.load(param),
                         epsilon=float_lit(node.attrs.get("epsilon", 1e-5), c),
                         momentum=float_lit(node.attrs.get("momentum", 0.9), c), running=running,

@@ -26,6 +26,7 @@ class Equation:
 
     @property
     def summed(self) -> list[str]:
+        """Labels summed over: in some input but not in the output, in order of appearance."""
         seen: list[str] = []
         for term in self.inputs:
             for label in term:
@@ -35,6 +36,8 @@ class Equation:
 
 
 def parse(equation: str, ranks: list[int], fail) -> Equation:
+    """Parse ``equation`` for inputs of the given ranks (implicit output: ellipsis, then the
+    letters used once, sorted)."""
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
@@ -129,7 +132,8 @@ class Einsum(OpDef):
                 terms.append(index)
             value = x.load(" + ".join(terms) or "0")
             factors.append(value if acc_t == x.compute else f"({acc_t}){value}")
-        loops = lambda labels: [{"var": _var(label), "size": cexpr.lit(sizes[label])} for label in labels]
+        def loops(labels):
+            return [{"var": _var(label), "size": cexpr.lit(sizes[label])} for label in labels]
         return k.kernel("c/einsum.c.j2", checks=checks, out_loops=loops(eq.output), sum_loops=loops(eq.summed),
                         acc_t=acc_t, product=" * ".join(factors), Y=y.name,
                         store=y.store(f"({y.compute})acc" if acc_t != y.compute else "acc"))

@@ -70,8 +70,8 @@ class PadBase(OpDef):
         runtime = {} if begin is not None else {
             "num_axes": k.input(1).dims[0] // 2, "pads": k.input(1).name,
             "axes": k.input(3).name if k.has_input(3) else ""}
-        kernel = k.kernel("c/pad.c.j2", helpers=("c/helpers/pad_map.c.j2",), src=x.name, dst=y.name,
-                          ctype=y.ctype, rank=x.rank, mode=mode, value=self.value(node, k), maps=maps,
+        kernel = k.kernel("c/pad.c.j2", helpers=("c/helpers/pad_map.c.j2",) if maps else (), src=x.name,
+                          dst=y.name, ctype=y.ctype, rank=x.rank, mode=mode, value=self.value(node, k), maps=maps,
                           loops=loops, runtime=runtime, inside=[f"s{a} >= 0" for a in padded] if mode == 0 else [])
         if maps:
             kernel.scratch = {"map": cexpr.mul(8, offset)}

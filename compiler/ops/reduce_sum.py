@@ -1,4 +1,3 @@
-from .. import dtypes as dt
 from ._reduce import Reduce, unsigned, wrap
 from .registry import register
 

@@ -43,6 +43,8 @@ class Mismatch(AssertionError):
 
 
 def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) -> None:
+    if isinstance(expected, np.generic):
+        expected = np.asarray(expected)
     if not isinstance(expected, np.ndarray):
         raise Mismatch(f"{name}: non-tensor expected output ({type(expected).__name__})")
     if actual.dtype != expected.dtype:

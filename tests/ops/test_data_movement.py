@@ -365,3 +365,11 @@ def test_reshape_shape_attribute():
     for n in (1, 3):
         x = np.arange(n * 12, dtype=np.float32).reshape(n, 3, 4)
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x.reshape(n, 12))
+
+
+def test_pad_nothing():
+    """Zero pads: a plain copy (no index maps, no pad value)."""
+    nodes = [_node("Pad", ["x", "pads", "value"], ["constant"]), _node("Pad", ["x", "pads"], ["edge"], mode="edge")]
+    inits = [_ints("pads", [0, 0, 0, 0]), numpy_helper.from_array(np.array(2.0, np.float32), "value")]
+    model = make_model(nodes, [("x", TP.FLOAT, ["N", 3])], _outputs(TP.FLOAT, {"constant": 2, "edge": 2}), inits)
+    assert_matches_ort(model, {"x": _random(TP.FLOAT, [2, 3], np.random.default_rng(10))})

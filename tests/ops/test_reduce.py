@@ -82,12 +82,13 @@ def test_reduce_attribute_axes():
     assert_matches_ort(model, {"X": x})
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64, np.float16])
-def test_reduce_dtypes(dtype):
+@pytest.mark.parametrize("dtype,axes", [(np.int32, [1]), (np.int32, [-1]), (np.int64, [0, 2]), (np.float64, [2]),
+                                        (np.float16, [1]), (np.float16, [0, 2])])
+def test_reduce_dtypes(dtype, axes):
     ops = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
            "ReduceSumSquare"]
     x = RNG.integers(-5, 6, (3, 4, 2)).astype(dtype)
-    model = reduce_model(ops, [3, 4, 2], dtype, [1], 1)
+    model = reduce_model(ops, [3, 4, 2], dtype, axes, 1)
     rtol = 1e-2 if dtype == np.float16 else 1e-5
     assert_matches_ort(model, {"X": x}, rtol=rtol, atol=rtol)
 
