@@ -84,6 +84,10 @@ class DimTable:
                 if a != b:
                     raise ShapeError(f"dims {a} and {b} differ")
                 return a
+        if op == "max" and 0 in (a, b):
+            other = b if a == 0 else a
+            if isinstance(other, str) and self.defs[other].kind in ("input", "data"):
+                return other  # sizes bound from inputs or computed by kernels are never negative
         simplified = _simplify(op, a, b)
         if simplified is not None:
             return simplified

@@ -106,7 +106,22 @@ def test_folding_shape_of_static_value_makes_reshape_static():
     assert g.nodes[1].outputs[0].static is False  # before: the shape is a runtime value
     fold_constants(g)
     verify(g)
-    assert g.nodes[1].outputs[0].shape == (2, 3)
+    assert [n.op_type for n in g.nodes] == ["Reshape"]
+    assert g.nodes[0].outputs[0].shape == (2, 3)
+
+
+def test_shape_of_symbolic_tensor_keeps_dims_symbolic():
+    # Reshape(x, Concat(Shape(x)[0], [-1])) on x: (batch, 3, 4) gives (batch, 12), not run-time dims
+    g = graph_of([helper.make_node("Shape", ["x"], ["s"], end=1),
+                  helper.make_node("Cast", ["s"], ["s64"], to=T.INT64),
+                  helper.make_node("ConstantOfShape", ["s64"], ["ones"]),
+                  helper.make_node("Reshape", ["x", "s64"], ["flat"]),
+                  helper.make_node("Add", ["flat", "ones"], ["y"])],
+                 [("x", T.FLOAT, ["batch"])], [("y", T.FLOAT, ["batch"])])
+    fold_constants(g)
+    verify(g)
+    assert g.outputs[0].shape == ("batch",)
+    assert g.nodes[0].outputs[0].sym_value == ("batch",)
 
 
 def test_symbolic_dims_flow_through_inference():

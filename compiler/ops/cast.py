@@ -31,7 +31,11 @@ class Cast(OpDef):
     """output = input converted to type ``to``."""
 
     def infer(self, node, ctx):
-        return [(target_type(node.attrs["to"]), ctx.inp(0).shape)]
+        to = target_type(node.attrs["to"])
+        dims = ctx.sym_value(0)
+        if dims is not None and to in (dt.INT64, dt.INT32) and ctx.inp(0).dtype.is_int:
+            ctx.set_sym_value(0, dims)
+        return [(to, ctx.inp(0).shape)]
 
     def lower(self, node, k):
         return cast_kernel(k)

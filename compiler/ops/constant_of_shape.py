@@ -23,6 +23,9 @@ class ConstantOfShape(OpDef):
         if shape.dtype != dt.INT64 or len(shape.shape) != 1 or not isinstance(shape.shape[0], int):
             raise ctx.fail("input must be a 1-D int64 tensor of static length")
         dims = ctx.const(0)
+        known = ctx.sym_value(0)
+        if dims is None and known is not None:
+            return [(dt.from_numpy(value.dtype), known)]
         if dims is None:
             return [(dt.from_numpy(value.dtype), tuple(ctx.dims.data(node.name or "ConstantOfShape")
                                                        for _ in range(shape.shape[0])))]

@@ -31,7 +31,7 @@ class Range(OpDef):
             raise UnsupportedError(f"{node.label}: stash_type {node.attrs['stash_type']} is not supported")
         values = [ctx.const(i) for i in (0, 1, 2)]
         if any(v is None for v in values):
-            return [(start.dtype, (ctx.dims.data(node.name or "Range"),))]
+            return [(start.dtype, (self._symbolic_count(ctx) or ctx.dims.data(node.name or "Range"),))]
         s, l, d = (v.reshape(-1)[0].item() for v in values)
         if d == 0:
             raise ctx.fail("delta is zero")
@@ -45,6 +45,19 @@ class Range(OpDef):
         if count > MAX_COUNT:
             raise ctx.fail(f"range({s}, {l}, {d}) has too many elements")
         return [(start.dtype, (max(count, 0),))]
+
+    @staticmethod
+    def _symbolic_count(ctx):
+        """max(ceil((limit - start) / delta), 0) when the bounds are known dims and delta a positive int."""
+        if not ctx.inp(0).dtype.is_int:
+            return None
+        bounds = [ctx.sym_value(i) for i in (0, 1, 2)]
+        if any(b is None or len(b) != 1 for b in bounds):
+            return None
+        (s,), (limit,), (d,) = bounds
+        if not isinstance(d, int) or d <= 0:
+            return None
+        return ctx.dims.expr("max", ctx.dims.ceildiv(ctx.dims.sub(limit, s), d), 0)
 
     def lower(self, node, k):
         start, limit, delta, y = k.input(0), k.input(1), k.input(2), k.out

@@ -18,7 +18,10 @@ class Shape(OpDef):
     """shape = the input's dims (axes start:end from opset 15) as int64."""
 
     def infer(self, node, ctx):
-        return [(dt.INT64, (len(dim_range(node, len(ctx.inp(0).shape))),))]
+        shape = ctx.inp(0).shape
+        axes = dim_range(node, len(shape))
+        ctx.set_sym_value(0, [shape[i] for i in axes])
+        return [(dt.INT64, (len(axes),))]
 
     def lower(self, node, k):
         x = k.input(0)

@@ -62,6 +62,7 @@ def fold_constants(graph: Graph) -> None:
             if all(o.static and num_elements(o.shape) <= FOLD_MAX_ELEMENTS for o in node.outputs):
                 for out, array in zip(node.outputs, evaluate.run_node(node)):
                     _set_const(node, out, array)
+    graph.nodes = [n for n in graph.nodes if not all(o.const is not None for o in n.outputs)]
 
 
 def _fold_shape_query(node: Node) -> bool:

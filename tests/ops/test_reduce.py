@@ -93,6 +93,19 @@ def test_reduce_dtypes(dtype, axes):
     assert_matches_ort(model, {"X": x}, rtol=rtol, atol=rtol)
 
 
+def test_reduce_bfloat16():
+    """bfloat16 accumulates in float; onnxruntime lacks these kernels, so compare with numpy."""
+    import ml_dtypes
+    x = RNG.uniform(0.5, 1.5, (3, 4, 5)).astype(ml_dtypes.bfloat16)
+    model = reduce_model(["ReduceSum", "ReduceMax", "ReduceL2", "ReduceLogSumExp"], [3, 4, 5], x.dtype, [0, 2], 0)
+    wide = x.astype(np.float64)
+    expected = [wide.sum((0, 2)), wide.max((0, 2)), np.sqrt((wide * wide).sum((0, 2))),
+                np.log(np.exp(wide).sum((0, 2)))]
+    for a, e in zip(run_onnxc(model, {"X": x}), expected):
+        assert a.dtype == x.dtype
+        np.testing.assert_allclose(a.astype(np.float64), e, rtol=1e-2)
+
+
 def test_reduce_integer_wraparound():
     """Integer sums and products wrap around (modulo 2^32) instead of overflowing."""
     x = np.array([[2**30, 2**30, 2**30], [-(2**31), -1, 3]], dtype=np.int32)
