@@ -41,7 +41,7 @@ def infer_loss(node: Node, ctx: InferContext, log_softmax: bool) -> list:
 def lower_loss(node: Node, k: KernelContext, log_softmax: bool) -> Kernel:
     x, target, y = k.input(0), k.input(1), k.out
     weight = k.input(2) if k.has_input(2) else None
-    log_prob = k.outputs[1] if log_softmax and len(k.outputs) > 1 and node.outputs[1].name else None
+    log_prob = k.outputs[1] if log_softmax and len(k.outputs) > 1 else None
     expect = [x.dims[0]] + list(x.dims[2:])
     same = list(zip(target.dims, expect))
     if weight is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -43,6 +43,14 @@ class ResizeAttrs:
     antialias: bool = False
     policy: str = "stretch"
     axes: Optional[tuple[int, ...]] = None
+
+
+@dataclass
+class Scale:
+    """One axis's scale: a C double expression, its value when known, whether to check it at run time."""
+    expr: str
+    value: Optional[float] = None
+    check: bool = False
 
 
 @dataclass
@@ -158,6 +166,8 @@ def _static_aspect(in_shape: tuple, axes: list[int], attrs: ResizeAttrs, sizing:
 
 def _double(x: float) -> str:
     """A C double literal that round-trips."""
+    if not math.isfinite(x):
+        return "NAN" if math.isnan(x) else ("INFINITY" if x > 0 else "-INFINITY")
     text = repr(float(x))
     return text if any(c in text for c in ".en") else text + ".0"
 
@@ -172,22 +182,22 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
     aspect_const = _static_aspect(in_shape, axes, attrs, sizing)
     uses_aspect = sizing.kind == "sizes" and attrs.policy != "stretch" and aspect_const is None
 
-    def scale_of(pos: int, a: int) -> tuple[str, bool]:
-        """C expression of axis ``a``'s scale, and whether it needs a run-time check."""
+    def scale_of(pos: int, a: int) -> Scale:
         d = in_shape[a]
         if sizing.kind == "scales":
             if values is not None:
-                return _double(float(values[pos])), False
-            return f"(double){array}[{pos}]", True
+                return Scale(_double(float(values[pos])), float(values[pos]))
+            return Scale(f"(double){array}[{pos}]", check=True)
         if attrs.policy != "stretch":
-            return (_double(aspect_const), False) if aspect_const is not None else ("aspect", False)
+            return Scale(_double(aspect_const), aspect_const) if aspect_const is not None else Scale("aspect")
         if values is not None and isinstance(d, int):
-            return _double(int(values[pos]) / d if d else 1.0), False
+            value = int(values[pos]) / d if d else 1.0
+            return Scale(_double(value), value)
         size = str(int(values[pos])) if values is not None else f"{array}[{pos}]"
         if isinstance(d, int):
-            return (f"(double){size} / {_double(d)}" if d else "1.0"), False
+            return Scale(f"(double){size} / {_double(d)}" if d else "1.0")
         in_c = k.dim(d)
-        return f"({in_c} != 0 ? (double){size} / (double){in_c} : 1.0)", False
+        return Scale(f"({in_c} != 0 ? (double){size} / (double){in_c} : 1.0)")
 
     aspect = None
     if uses_aspect:
@@ -209,22 +219,22 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
     entries: cexpr.CExpr = 0
     for pos, a in enumerate(axes):
         in_d, out_d = x.dims[a], y.dims[a]
-        scale, check = scale_of(pos, a)
-        if scale == "1.0" and in_d == out_d and attrs.coord not in NOT_IDENTITY:
+        scale = scale_of(pos, a)
+        if scale.value == 1.0 and in_d == out_d and attrs.coord not in NOT_IDENTITY:
             continue  # known identity axis: walked like an axis that is not resized
         if attrs.mode == "nearest":
             cap: cexpr.CExpr = 1
         elif not attrs.antialias:
             cap = 2 * support
-        elif _is_number(scale):
-            cap = 2 * int(-math.floor(-support / min(float(scale), 1.0)))
+        elif scale.value is not None:
+            cap = 2 * math.ceil(support / min(scale.value, 1.0))
         else:
             # The stretched filter has 2 * ceil(support / min(scale, 1)) taps; scale >= out / (2 * in)
             # for every way of choosing the output size, which bounds the taps by the dims.
             cap = cexpr.add(cexpr.mul(2, f"onnxc_dim_ceildiv({cexpr.lit(cexpr.mul(4 * support, in_d))}, "
                                           f"onnxc_dim_max({cexpr.lit(out_d)}, 1))"), 2)
         tables.append({"axis": a, "in": cexpr.lit(in_d), "out": cexpr.lit(out_d), "stride": cexpr.lit(x.strides[a]),
-                       "scale": scale, "check": check, "cap": cexpr.lit(cap),
+                       "scale": scale.expr, "check": scale.check, "cap": cexpr.lit(cap),
                        "roi_start": roi.load(str(pos)) if roi is not None else None,
                        "roi_end": roi.load(str(pos + len(axes))) if roi is not None else None})
         entries = cexpr.add(entries, cexpr.mul(out_d, cap))
@@ -253,28 +263,21 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
     return kernel
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _data_dims(k: KernelContext, axes: list[int], sizing: Sizing, scale_of, array: Optional[str]) -> list[dict]:
+def _data_dims(k: KernelContext, axes: list[int], sizing: Sizing, scale_of: Callable[[int, int], Scale],
+               array: Optional[str]) -> list[dict]:
     """How each data-dependent output dim is computed (in data_dims order)."""
     x, y = k.input(0), k.out
     where = {f"out_{y.dims[a]}": (pos, a) for pos, a in enumerate(axes) if isinstance(y.dims[a], str)}
     out = []
     for var in k.data_dims:
         pos, a = where[var]
-        scale, check = scale_of(pos, a)
+        scale = scale_of(pos, a)
         in_c = cexpr.lit(x.dims[a])
         if sizing.kind == "scales":
-            out.append({"var": var, "kind": "scaled", "scale": scale, "check": check,
+            out.append({"var": var, "kind": "scaled", "scale": scale.expr, "check": scale.check,
                         "expr": f"floor(scale * (double){in_c})"})
-        elif scale == "aspect":
-            out.append({"var": var, "kind": "scaled", "scale": scale, "check": False,
+        elif scale.expr == "aspect":
+            out.append({"var": var, "kind": "scaled", "scale": scale.expr, "check": False,
                         "expr": f"floor(scale * (double){in_c} + 0.5)"})
         else:
             out.append({"var": var, "kind": "size", "size": f"{array}[{pos}]"})
@@ -283,7 +286,7 @@ def _data_dims(k: KernelContext, axes: list[int], sizing: Sizing, scale_of, arra
 
 def _extrapolation_literal(value: float, t: dt.DType) -> str:
     if t.is_float:
-        return t.store.format(_double(value) if t is dt.DOUBLE else _double(value) + "f")
+        return t.store.format(_double(value) if t is dt.DOUBLE or not math.isfinite(value) else _double(value) + "f")
     if t is dt.BOOL:
         return "1" if value != 0 else "0"
     info = np.iinfo(t.np)

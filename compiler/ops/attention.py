@@ -1,6 +1,5 @@
 import math
 
-import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
@@ -131,7 +130,7 @@ class Attention(OpDef):
         past = k.has_input(4)
         mask = k.input(3) if k.has_input(3) else None
         nonpad = k.input(6) if k.has_input(6) else None
-        outputs = {i: k.outputs[i] for i in range(len(k.outputs)) if node.outputs[i].name}
+        outputs = dict(enumerate(k.outputs))
         compute = "double" if dt.DOUBLE in (q.dtype, v.dtype) else "float"
         precision = attrs.get("softmax_precision")
         sm_dtype = _PRECISIONS[precision] if precision is not None else q.dtype
@@ -178,7 +177,7 @@ class Attention(OpDef):
             "causal": bool(attrs.get("is_causal", 0)), "left": left, "right": right,
             "mask": mask_data, "nonpad": nonpad.name if nonpad is not None else None,
             "q": _tensor(q), "k": _tensor(key), "v": _tensor(v),
-            "past_key": k.input(4).name if past else None, "past_value": k.input(5).name if past else None,
+            "past_key": past_key.name if past else None, "past_value": past_value.name if past else None,
             "Y": _tensor(k.outputs[0]),
             "present_key": outputs[1].name if 1 in outputs else None,
             "present_value": outputs[2].name if 2 in outputs else None,
@@ -225,7 +224,7 @@ def _sqrt_scale(scale, d, dtype: dt.DType, compute: str) -> str:
         if not isinstance(d, int):
             return _round_trip(dtype, "double").format(f"sqrt(1.0 / sqrt((double){d}))")
         scale = 1.0 / math.sqrt(d)
-    value = float(np.sqrt(np.float64(scale)).astype(ml_dtypes.bfloat16 if dtype is dt.BFLOAT16 else dtype.np))
+    value = float(np.sqrt(np.float64(scale)).astype(dtype.np))
     return _literal(value, compute)
 
 
