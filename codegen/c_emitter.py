@@ -232,7 +232,7 @@ class CEmitter:
         outputs = [self._tensor_ref(params(out_names[i], ""), v) for i, v in enumerate(node.outputs)]
         data_syms = [s for s in _output_syms(node) if self.g.dims.defs[s].kind == "data"
                      and s not in self._dims_ready]
-        data_params = [f"out_{self.dim_var(s)}" for s in data_syms]
+        data_params = [f"out_{self.dim_var(s)}" for s in data_syms]  # see KernelContext.data_dim_ptr
         k = KernelContext(node, inputs, outputs, self.dim, data_params)
         try:
             kernel: Kernel = node.impl.lower(node, k)
@@ -287,7 +287,7 @@ class CEmitter:
         dims = _used_dims(body)
         used = _used_tensors(body, tensor_args)
         for t in outputs:
-            if not re.search(rf"\b{t.name}\b", body):
+            if not re.search(rf"\b{t.name}\b", _code_only(body)):
                 body = f"    (void){t.name};\n" + body
         fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
             + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
@@ -355,13 +355,22 @@ def _common(k: KernelContext) -> dict[str, Any]:
             "data_dims": k.data_dims}
 
 
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _code_only(body: str) -> str:
+    """The body without string literals, so words inside messages do not count as uses."""
+    return _STRING_LITERAL.sub('""', body)
+
+
 def _used_dims(body: str) -> list[str]:
-    return sorted(set(_DIM_TOKEN.findall(body)))
+    return sorted(set(_DIM_TOKEN.findall(_code_only(body))))
 
 
 def _used_tensors(body: str, tensor_args: list) -> list:
     """Only the inputs a kernel body reads become parameters (no unused-parameter warnings)."""
-    return [(t, v) for t, v in tensor_args if re.search(rf"\b{t.name}\b", body)]
+    code = _code_only(body)
+    return [(t, v) for t, v in tensor_args if re.search(rf"\b{t.name}\b", code)]
 
 
 def _output_syms(node: Node) -> list[str]:

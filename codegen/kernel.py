@@ -90,6 +90,11 @@ class KernelContext:
     def dim(self, d) -> CExpr:
         return self._dim(d)
 
+    def data_dim_ptr(self, dim: CExpr) -> Optional[str]:
+        """The ``int64_t *`` a shape template sets for this (C-rendered) dim, if the node computes it."""
+        ptr = f"out_{dim}" if isinstance(dim, str) else None
+        return ptr if ptr in self.data_dims else None
+
     def input(self, i: int) -> TensorRef:
         t = self.inputs[i] if i < len(self.inputs) else None
         if t is None:

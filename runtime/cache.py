@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -72,9 +73,28 @@ def _external_locations(data: bytes) -> list[str]:
     return sorted(out)
 
 
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """onnxc's version and a hash of its own Python and template files: a changed kernel
+    template or lowering never reuses a stale artifact."""
+    from .. import codegen, compiler, templates
+    h = hashlib.sha256(__version__.encode())
+    for package in (compiler, codegen, templates):
+        base = os.path.dirname(os.path.abspath(package.__file__))
+        for folder, dirs, files in sorted(os.walk(base)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith((".py", ".j2")):
+                    path = os.path.join(folder, name)
+                    h.update(os.path.relpath(path, base).encode())
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+    return h.hexdigest()[:16]
+
+
 def artifact_key(model_digest_hex: str, options_key: str, toolchain_id: str) -> str:
     h = hashlib.sha256()
-    for part in (model_digest_hex, options_key, __version__, toolchain_id):
+    for part in (model_digest_hex, options_key, code_fingerprint(), toolchain_id):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]

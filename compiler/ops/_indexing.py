@@ -64,14 +64,8 @@ def data_dims(ctx: InferContext, node, count: int) -> list[str]:
 
 
 def data_dim_ptrs(k: KernelContext, t: TensorRef) -> list[Optional[str]]:
-    """Per axis of ``t``: the ``int64_t *`` a shape template sets (for dims from ``ctx.dims.data``), else None.
-
-    The emitter names that pointer ``out_`` + the dim's C variable."""
-    out = []
-    for d in t.dims:
-        ptr = f"out_{d}" if isinstance(d, str) else None
-        out.append(ptr if ptr in k.data_dims else None)
-    return out
+    """Per axis of ``t``: the ``int64_t *`` a shape template sets (for dims from ``ctx.dims.data``), else None."""
+    return [k.data_dim_ptr(d) for d in t.dims]
 
 
 def clamp_big(v: int) -> int:

@@ -1,3 +1,4 @@
+from ._dims_value import arithmetic
 from .. import dtypes as dt
 from ._binary import Broadcasting, wrapping
 from .registry import register
@@ -6,6 +7,8 @@ from .registry import register
 @register("Add", since=1)
 class Add(Broadcasting):
     """C = A + B, broadcasting."""
+    dims_value = staticmethod(arithmetic(lambda ctx, a, b: ctx.dims.add(a, b)))
+
     types = dt.NUMERIC
 
     def scalar(self, a, b, node, t):

@@ -186,7 +186,7 @@ class Attention(OpDef):
             "sequential_sum": sm_dtype is dt.BFLOAT16,
         }
         total = cexpr.add(past_key.dims[2], kv_seq) if past else kv_seq
-        kernel = k.kernel("c/attention.c.j2", **data)
+        kernel = k.kernel("c/attention.c.j2", helpers=("c/helpers/round_half.c.j2",), **data)
         kernel.scratch = {"scores": cexpr.mul(total, 8), "acc": cexpr.mul(dv, 8)}
         return kernel
 
@@ -235,7 +235,7 @@ def _round_trip(t: dt.DType, compute: str) -> str:
         return "{}"
     if t is dt.FLOAT:
         return "(float)({})"
-    return t.load.format(t.store.format("(float)({})"))
+    return "onnxc_round_f16({})" if t is dt.FLOAT16 else "onnxc_round_bf16({})"
 
 
 def _mask_layout(mask: TensorRef, target: list, checks: list) -> dict:

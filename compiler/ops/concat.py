@@ -1,3 +1,5 @@
+import numpy as np
+
 from ...codegen import cexpr
 from .registry import OpDef, register
 from ._indexing import norm_axis
@@ -20,6 +22,12 @@ class Concat(OpDef):
             for a, d in enumerate(x.shape):
                 out[a] = ctx.dims.add(out[a], d) if a == axis else ctx.dims.same(out[a], d)
         return [(xs[0].dtype, tuple(out))]
+
+    def dims_value(self, node, ctx):
+        parts = [ctx.sym_array(i) for i in range(len(node.inputs))]
+        if any(p is None for p in parts):
+            return None
+        return np.concatenate(parts, axis=node.attrs.get("axis", 1) % parts[0].ndim)
 
     def lower(self, node, k):
         y = k.out

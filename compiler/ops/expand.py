@@ -2,7 +2,7 @@ from ...codegen import cexpr
 from .. import dtypes as dt
 from ..dims import broadcast_shapes
 from .registry import OpDef, register
-from ._indexing import check_index_type, const_ints, data_dim, data_dim_ptrs, strided_copy, vector_len
+from ._indexing import check_index_type, data_dim, data_dim_ptrs, strided_copy, vector_len
 
 
 @register("Expand", since=8)
@@ -13,9 +13,9 @@ class Expand(OpDef):
         x = ctx.inp(0)
         check_index_type(ctx, ctx.inp(1).dtype, "shape", (dt.INT64,))
         n = vector_len(ctx, 1, "shape")
-        shape = const_ints(ctx, 1)
+        shape = ctx.sym_value(1)
         if shape is not None:
-            if any(s < 0 for s in shape):
+            if any(isinstance(s, int) and s < 0 for s in shape):
                 raise ctx.fail(f"shape {shape} has a negative dim")
             return [(x.dtype, broadcast_shapes(ctx.dims, x.shape, tuple(shape)))]
         rank = max(len(x.shape), n)

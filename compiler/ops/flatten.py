@@ -1,3 +1,4 @@
+from ._dims_value import passthrough
 from .registry import register
 from ._copy import Copy
 
@@ -5,6 +6,8 @@ from ._copy import Copy
 @register("Flatten", since=1)
 class Flatten(Copy):
     """Y = X as a 2-D matrix (product of dims before axis, product of the rest)."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x = ctx.inp(0)

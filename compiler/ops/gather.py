@@ -1,3 +1,5 @@
+import numpy as np
+
 from ...codegen import cexpr
 from .registry import OpDef, register
 from ._indexing import check_index_type, norm_axis
@@ -12,6 +14,15 @@ class Gather(OpDef):
         check_index_type(ctx, indices.dtype, "indices")
         axis = norm_axis(ctx, node.attrs.get("axis", 0), len(x.shape))
         return [(x.dtype, x.shape[:axis] + indices.shape + x.shape[axis + 1:])]
+
+    def dims_value(self, node, ctx):
+        data, indices = ctx.sym_array(0), ctx.const(1)
+        if data is None or indices is None:
+            return None
+        axis = node.attrs.get("axis", 0) % data.ndim
+        if np.any(indices < -data.shape[axis]) or np.any(indices >= data.shape[axis]):
+            raise ctx.fail("index out of range in shape data")
+        return np.take(data, indices, axis=axis)
 
     def lower(self, node, k):
         x, indices, y = k.input(0), k.input(1), k.out

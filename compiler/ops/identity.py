@@ -1,3 +1,4 @@
+from ._dims_value import passthrough
 from ._copy import Copy
 from .registry import register
 
@@ -5,6 +6,8 @@ from .registry import register
 @register("Identity", since=1)
 class Identity(Copy):
     """output = input."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x = ctx.inp(0)

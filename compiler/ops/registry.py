@@ -81,6 +81,16 @@ class InferContext:
             return tuple(int(x) for x in v.const.reshape(-1))
         return v.sym_value
 
+    def sym_array(self, i: int) -> Optional[np.ndarray]:
+        """``sym_value(i)`` as an object array of the input's (static) shape, for numpy indexing."""
+        dims = self.sym_value(i)
+        v = self.node.input(i)
+        if dims is None or not all(isinstance(d, int) for d in v.shape):
+            return None
+        out = np.empty(len(dims), dtype=object)
+        out[:] = list(dims)
+        return out.reshape(v.shape)
+
     def set_sym_value(self, output: int, dims) -> None:
         """Record that output ``output`` holds these dims (see Value.sym_value)."""
         self.sym_values[output] = tuple(dims)
@@ -114,6 +124,11 @@ class OpDef:
 
     def lower(self, node: "Node", k: "KernelContext") -> "Kernel":
         raise NotImplementedError(f"{type(self).__name__} has no lowering")
+
+    def dims_value(self, node: "Node", ctx: InferContext) -> Optional[np.ndarray]:
+        """Ops that move or combine shape data (Gather, Concat, Add ...) compute their output's
+        elements as dims from the inputs' ``ctx.sym_array``; None when unknown."""
+        return None
 
 
 # --- attributes ---------------------------------------------------------------

@@ -1,3 +1,4 @@
+from ._dims_value import passthrough
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import register
@@ -7,6 +8,8 @@ from ._copy import Copy
 @register("Reshape", since=1, until=4)
 class ReshapeV1(Copy):
     """Y = X with the shape attribute; 0 copies a dim, -1 is inferred."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x = ctx.inp(0)
@@ -18,16 +21,18 @@ class ReshapeV1(Copy):
 @register("Reshape", since=5)
 class Reshape(Copy):
     """Y = X with a new shape; 0 copies a dim (unless allowzero), -1 is inferred."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x, shape = ctx.inp(0), ctx.inp(1)
         if shape.dtype != dt.INT64 or len(shape.shape) != 1 or not isinstance(shape.shape[0], int):
             raise ctx.fail("shape must be a 1-D int64 tensor of static length")
         allowzero = node.attrs.get("allowzero", 0)
-        target = ctx.const(1)
+        target = ctx.sym_value(1)
         if target is None:
             return [(x.dtype, tuple(ctx.dims.data(node.name or "Reshape") for _ in range(shape.shape[0])))]
-        return [(x.dtype, resolve_shape(ctx, x.shape, [int(v) for v in target], allowzero))]
+        return [(x.dtype, resolve_shape(ctx, x.shape, list(target), allowzero))]
 
     def lower(self, node, k):
         kernel = super().lower(node, k)
@@ -44,7 +49,9 @@ def resolve_shape(ctx, in_shape, target, allowzero):
     """Static-length target with known values -> output dims (symbolic-aware)."""
     out, infer_at = [], None
     for i, v in enumerate(target):
-        if v == 0 and not allowzero:
+        if isinstance(v, str):  # a symbolic dim taken from shape data
+            out.append(v)
+        elif v == 0 and not allowzero:
             if i >= len(in_shape):
                 raise ctx.fail(f"shape[{i}] = 0 copies a dim the input does not have")
             out.append(in_shape[i])

@@ -61,7 +61,7 @@ class RotaryEmbedding(OpDef):
         else:
             same += [(cos.dims[0], batch), (cos.dims[1], seq), (sin.dims[1], seq)]
         t = x.dtype
-        rnd = "{}" if t is dt.FLOAT else t.load.format(t.store.format("(float)({})"))
+        rnd = {dt.FLOAT: "{}", dt.FLOAT16: "onnxc_round_f16({})", dt.BFLOAT16: "onnxc_round_bf16({})"}[t]
         data = {
             "B": cexpr.lit(batch), "H": cexpr.lit(k.dim(heads) if four else heads), "S": cexpr.lit(seq),
             "head": head, "hidden": cexpr.lit(cexpr.mul(k.dim(heads) if four else heads, head)), "half": rot // 2, "four": four, "interleaved": bool(node.attrs.get("interleaved", 0)),
@@ -71,4 +71,4 @@ class RotaryEmbedding(OpDef):
             "max_position": cexpr.lit(cos.dims[0]),
             "checks": [f"{cexpr.lit(a)} != {cexpr.lit(b)}" for a, b in same if a != b],
         }
-        return k.kernel("c/rotary.c.j2", **data)
+        return k.kernel("c/rotary.c.j2", helpers=("c/helpers/round_half.c.j2",), **data)

@@ -42,6 +42,20 @@ class SliceBase(OpDef):
     def num_entries(self, node, ctx) -> int:
         raise NotImplementedError
 
+    def dims_value(self, node, ctx):
+        data = ctx.sym_array(0)
+        if data is None:
+            return None
+        starts, ends, axes, steps = self.params(node, lambda i: _const(ctx.const(i)) if ctx.has(i) else ())
+        if starts is None or ends is None or axes is None or steps is None:
+            return None
+        axes = axes or list(range(len(starts)))
+        steps = steps or [1] * len(starts)
+        index = [slice(None)] * data.ndim
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            index[axis % data.ndim] = slice(start, end, step)
+        return data[tuple(index)]
+
     def lower(self, node, k):
         x, y = k.input(0), k.out
         starts, ends, axes, steps = self.params(node, lambda i: _const(k.input(i).value) if k.has_input(i) else ())

@@ -1,3 +1,4 @@
+from ._dims_value import passthrough
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import register
@@ -21,6 +22,8 @@ def squeezed_shape(ctx, shape: tuple, axes) -> tuple:
 @register("Squeeze", since=1, until=12)
 class SqueezeV1(Copy):
     """Y = X without the size-1 axes listed in the axes attribute (all size-1 axes by default)."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x = ctx.inp(0)
@@ -34,6 +37,8 @@ class SqueezeV1(Copy):
 @register("Squeeze", since=13)
 class Squeeze(Copy):
     """Y = X without the size-1 axes listed in the axes input (all size-1 axes by default)."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x = ctx.inp(0)

@@ -28,9 +28,11 @@ class SwiGLU(OpDef):
         f = "" if a.compute == "double" else "f"
         alpha = repr(float(node.attrs.get("alpha", 1.0))) + f
         # float16/bfloat16 round the gate like the reference, which computes in the input type
-        rnd = "{}" if t in (dt.FLOAT, dt.DOUBLE) else t.load.format(t.store.format("{}"))
+        rnd = {dt.FLOAT16: "onnxc_round_f16({})", dt.BFLOAT16: "onnxc_round_bf16({})"}.get(t, "{}")
 
         def scalar(v: list[str]) -> str:
             gate = rnd.format(f"1 / (1 + exp{f}(-{alpha} * {v[0]}))")
             return f"{rnd.format(f'{v[0]} * {gate}')} * {v[1]}"
-        return elementwise_kernel(k, [a, k.input(1)], scalar)
+        kernel = elementwise_kernel(k, [a, k.input(1)], scalar)
+        kernel.helpers.append("c/helpers/round_half.c.j2")
+        return kernel

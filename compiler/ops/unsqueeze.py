@@ -1,3 +1,4 @@
+from ._dims_value import passthrough
 from ...codegen import cexpr
 from .. import dtypes as dt
 from .registry import register
@@ -16,6 +17,8 @@ def unsqueezed_shape(ctx, shape: tuple, axes: list[int]) -> tuple:
 @register("Unsqueeze", since=1, until=12)
 class UnsqueezeV1(Copy):
     """Y = X with size-1 axes inserted at the output axes listed in the axes attribute."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x = ctx.inp(0)
@@ -27,6 +30,8 @@ class UnsqueezeV1(Copy):
 @register("Unsqueeze", since=13)
 class Unsqueeze(Copy):
     """Y = X with size-1 axes inserted at the output axes listed in the axes input."""
+    dims_value = staticmethod(passthrough)
+
 
     def infer(self, node, ctx):
         x = ctx.inp(0)

@@ -16,6 +16,8 @@ from . import evaluate
 
 # Folding stops at outputs larger than this many elements: they would bloat weights.
 FOLD_MAX_ELEMENTS = 1 << 22
+# Integer tensors up to this size are evaluated even without folding: they are shape data.
+SHAPE_VALUE_MAX_ELEMENTS = 64
 
 
 def infer_node(graph: Graph, node: Node) -> None:
@@ -40,17 +42,29 @@ def infer_node(graph: Graph, node: Node) -> None:
         out.dtype, out.shape = dtype, tuple(shape)
     for i, out in enumerate(node.outputs):
         out.sym_value = ctx.sym_values.get(i)
+    first = node.outputs[0] if node.outputs else None
+    if first is not None and first.sym_value is None and first.dtype in (dt.INT64, dt.INT32) and first.static \
+            and num_elements(first.shape) <= SHAPE_VALUE_MAX_ELEMENTS:
+        values = node.impl.dims_value(node, ctx)
+        if values is not None:
+            first.sym_value = tuple(np.asarray(values, dtype=object).reshape(-1).tolist())
 
 
 def infer_shapes(graph: Graph) -> None:
-    """Give every value a dtype and a shape using each op's own inference."""
-    for node in graph.nodes:
-        _require_typed_inputs(node)
-        infer_node(graph, node)
+    """Give every value a dtype and a shape using each op's own inference.
+
+    Like ONNX's data propagation, small integer tensors computed from constants
+    (shapes, axes, pads) are evaluated on the way: shapes depend on them.
+    """
+    _walk(graph, fold_all=False)
 
 
 def fold_constants(graph: Graph) -> None:
     """Evaluate nodes whose inputs are all constant; Shape/Size of static values too."""
+    _walk(graph, fold_all=True)
+
+
+def _walk(graph: Graph, fold_all: bool) -> None:
     for node in graph.nodes:
         _require_typed_inputs(node)
         infer_node(graph, node)
@@ -58,10 +72,11 @@ def fold_constants(graph: Graph) -> None:
             continue
         if node.op_type in ("Shape", "Size") and node.domain == "" and _fold_shape_query(node):
             continue
-        if all(v is None or v.const is not None for v in node.inputs):
-            if all(o.static and num_elements(o.shape) <= FOLD_MAX_ELEMENTS for o in node.outputs):
-                for out, array in zip(node.outputs, evaluate.run_node(node)):
-                    _set_const(node, out, array)
+        if all(v is None or v.const is not None for v in node.inputs) and all(
+                o.static and num_elements(o.shape) <= (FOLD_MAX_ELEMENTS if fold_all else SHAPE_VALUE_MAX_ELEMENTS)
+                and (fold_all or o.dtype.is_int) for o in node.outputs):
+            for out, array in zip(node.outputs, evaluate.run_node(node)):
+                _set_const(node, out, array)
     graph.nodes = [n for n in graph.nodes if not all(o.const is not None for o in n.outputs)]
 
 
@@ -81,6 +96,8 @@ def _fold_shape_query(node: Node) -> bool:
 
 def _set_const(node: Node, out, array: np.ndarray) -> None:
     array = np.asarray(array, order="C")
+    if out.dtype is not None and array.dtype != out.dtype.np and array.dtype.kind in "biuf" and out.dtype.np.kind in "biuf":
+        array = array.astype(out.dtype.np)  # the spec (our inference) decides the type, not the evaluator
     if out.dtype is not None and array.dtype != out.dtype.np:
         raise ShapeError(f"{node.label}: folded value of {out.name!r} is {array.dtype}, inference said {out.dtype}")
     if out.shape is not None and is_static(out.shape) and tuple(array.shape) != tuple(out.shape):
