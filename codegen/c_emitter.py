@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import onnx.defs
 
-from ..compiler import dtypes as dt
-from ..compiler.dims import DimDef, is_static, num_elements
+from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value
 from . import cexpr, memory
 from .kernel import Kernel, KernelContext, TensorRef
+from .literals import c_literals
 from .names import Mangler, c_string, comment
 from .templates import render
 
@@ -217,7 +217,7 @@ class CEmitter:
             var = self.mangle(v.name, "c_")
             self.locs[id(v)] = _Loc(var, "inline")
             self.consts.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
-                                "literals": _c_literals(array, v.dtype) or ["0"],
+                                "literals": c_literals(array, v.dtype) or ["0"],
                                 "comment": comment(f"{v.name}: {v.type_str()}")})
 
     # --- nodes ----------------------------------------------------------------
@@ -404,32 +404,3 @@ def _spec_names(node: Node) -> tuple[list[str], list[str]]:
             out[len(formal) - 1] = f"{formal[-1]}_0"
         return out
     return names(formal_in, len(node.inputs), "input"), names(formal_out, len(node.outputs), "output")
-
-
-def _c_literals(array: np.ndarray, dtype: dt.DType) -> list[str]:
-    flat = array.reshape(-1)
-    if dtype in (dt.FLOAT, dt.FLOAT16):
-        return [_float_lit(float(x), "f") for x in flat]
-    if dtype is dt.DOUBLE:
-        return [_float_lit(float(x), "") for x in flat]
-    if dtype is dt.BFLOAT16:
-        return [str(int(x)) for x in flat.view(np.uint16)]
-    if dtype is dt.BOOL:
-        return ["1" if x else "0" for x in flat]
-    if dtype is dt.INT64:
-        return [f"INT64_C({int(x)})" if int(x) != -2**63 else "INT64_MIN" for x in flat]
-    if dtype is dt.UINT64:
-        return [f"UINT64_C({int(x)})" for x in flat]
-    if dtype is dt.INT32:
-        return [str(int(x)) if int(x) != -2**31 else "INT32_MIN" for x in flat]
-    if dtype is dt.UINT32:
-        return [f"{int(x)}u" for x in flat]
-    return [str(int(x)) for x in flat]
-
-
-def _float_lit(x: float, suffix: str) -> str:
-    if x != x:
-        return "NAN"
-    if x in (float("inf"), float("-inf")):
-        return "INFINITY" if x > 0 else "-INFINITY"
-    return x.hex() + suffix

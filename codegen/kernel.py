@@ -13,7 +13,7 @@ import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import UnsupportedError
-from ..compiler.ir import Node, Value
+from ..compiler.ir import Node
 from . import cexpr
 from .cexpr import CExpr
 

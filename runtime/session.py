@@ -183,7 +183,7 @@ class InferenceSession:
             if bad:
                 raise InvalidArgument(f"Got invalid dimensions for input: {spec.name} for the following "
                                       f"indices\n" + "\n".join(bad) + "\n Please fix either the inputs/outputs "
-                                      f"or the model.")
+                                      "or the model.")
             arrays.append(np.asarray(array, order="C"))
         return arrays
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx
 from onnx import TensorProto as T
 from onnx import helper
 

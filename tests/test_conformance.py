@@ -20,12 +20,12 @@ def test_expected_failures_name_real_cases():
 
 @pytest.mark.conformance
 @pytest.mark.parametrize("name", CASES)
-def test_node_case(name, tmp_path, request):
+def test_node_case(name, tmp_path):
     case = all_cases()[name]
     reason = EXPECTED.get(name)
     try:
         run_case(case, str(tmp_path / "artifact"))
-    except Exception as e:
+    except Exception:
         if reason is not None:
             pytest.xfail(reason)
         raise

@@ -4,7 +4,6 @@ from __future__ import annotations
 import warnings
 
 import onnx
-import pytest
 
 from conformance.cases import all_cases
 from onnxc.compiler import dtypes as dt

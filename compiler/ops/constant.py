@@ -5,7 +5,7 @@ from onnx import numpy_helper
 from .. import dtypes as dt
 from ..errors import ModelError, UnsupportedError
 from ..ir import Node
-from ._const import c_literals
+from ...codegen.literals import c_literals
 from .registry import OpDef, register
 
 # Larger constants are left to constant folding (optimization level 1 and up).

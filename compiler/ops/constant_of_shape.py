@@ -3,7 +3,7 @@ import numpy as np
 from ...codegen import cexpr
 from .. import dtypes as dt
 from ..ir import Node
-from ._const import c_literal
+from ...codegen.literals import c_literal
 from .registry import OpDef, register
 
 

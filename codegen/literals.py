@@ -1,11 +1,11 @@
-"""C literals of tensor values, for kernels that write constants (Constant, ConstantOfShape)."""
+"""C literals of tensor values: inline constants of a model and kernels that write constants."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from .. import dtypes as dt
+from ..compiler import dtypes as dt
 
 
 def c_literal(x, dtype: dt.DType) -> str:
