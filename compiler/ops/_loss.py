@@ -52,6 +52,7 @@ def lower_loss(node: Node, k: KernelContext, log_softmax: bool) -> Kernel:
         D=cexpr.lit(cexpr.prod(x.dims[2:])), X=x.name, load=x.dtype.load, target=target.name,
         weight=weight.name if weight is not None else None, Y=y.name, store=y.dtype.store,
         log_prob=log_prob.name if log_prob is not None else None, log_softmax=log_softmax,
-        reduction=node.attrs.get("reduction", "mean"), ignore_index=node.attrs.get("ignore_index"),
+        reduction=node.attrs.get("reduction", "mean"),
+        ignore_index=cexpr.lit(node.attrs["ignore_index"]) if "ignore_index" in node.attrs else None,
         compute=compute, fn="" if compute == "double" else "f",
         checks=[f"{cexpr.lit(a)} != {cexpr.lit(b)}" for a, b in same if a != b])

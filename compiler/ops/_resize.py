@@ -145,6 +145,8 @@ def infer_out_shape(ctx: InferContext, node: Node, in_shape: tuple, axes: list[i
                 out[a] = ctx.dims.data(node.name or node.op_type)
         elif attrs.policy == "stretch":
             out[a] = int(values[pos])
+            if d == 0 and out[a] != 0:
+                raise ctx.fail(f"cannot resize the empty axis {a} to size {out[a]}")
         elif aspect is not None:
             out[a] = int(aspect * d + 0.5)
         else:
@@ -234,6 +236,7 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
             cap = cexpr.add(cexpr.mul(2, f"onnxc_dim_ceildiv({cexpr.lit(cexpr.mul(4 * support, in_d))}, "
                                           f"onnxc_dim_max({cexpr.lit(out_d)}, 1))"), 2)
         tables.append({"axis": a, "in": cexpr.lit(in_d), "out": cexpr.lit(out_d), "stride": cexpr.lit(x.strides[a]),
+                       "empty_check": not (isinstance(in_d, int) and isinstance(out_d, int)),
                        "scale": scale.expr, "check": scale.check, "cap": cexpr.lit(cap),
                        "roi_start": roi.load(str(pos)) if roi is not None else None,
                        "roi_end": roi.load(str(pos + len(axes))) if roi is not None else None})

@@ -34,13 +34,16 @@ class AffineGrid(OpDef):
         return [(theta.dtype, (theta.shape[0],) + spatial + (r,))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
-        theta, grid = k.input(0), k.out
+        theta, size, grid = k.input(0), k.input(1), k.out
         r = theta.dims[1]
+        batch = None  # a symbolic batch checked against a constant size[0]
+        if size.value is not None and isinstance(theta.dims[0], str):
+            batch = {"dim": theta.dims[0], "size": int(size.value[0])}
         axes = [{"var": v, "size": cexpr.lit(d)} for v, d in zip("dhw"[3 - r:], grid.dims[1:-1])]
         kernel = k.kernel("c/affine_grid.c.j2", N=cexpr.lit(theta.dims[0]), R=r, axes=axes, theta=theta.name,
                           load=theta.dtype.load, grid=grid.name, store=grid.dtype.store,
-                          align=bool(node.attrs.get("align_corners", 0)))
+                          align=bool(node.attrs.get("align_corners", 0)), batch=batch)
         if k.data_dims:
             kernel.shape_template = "c/affine_grid_shape.c.j2"
-            kernel.shape_data = {"size": k.input(1).name, "R": r, "N": cexpr.lit(theta.dims[0])}
+            kernel.shape_data = {"size": size.name, "R": r, "N": cexpr.lit(theta.dims[0])}
         return kernel

@@ -141,7 +141,8 @@ class Attention(OpDef):
         if not four:
             for t, heads in ((q, hq), (key, hkv), (v, hkv)):
                 if isinstance(t.dims[2], str):
-                    _check(checks, f"{t.dims[2]} % {heads} != 0", f"{t.name} hidden size is not a multiple of the heads")
+                    _check(checks, f"{t.dims[2]} % {heads} != 0",
+                           f"{t.name} hidden size is not a multiple of the heads")
         if isinstance(hq, str) or isinstance(hkv, str):
             _check(checks, "Hkv == 0 || Hq % Hkv != 0", "q heads are not a multiple of kv heads")
         batch = q.dims[0]

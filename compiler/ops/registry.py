@@ -177,13 +177,16 @@ def typed_attributes(proto: onnx.NodeProto, schema: Optional[onnx.defs.OpSchema]
         attrs[a.name] = _attr_value(a)
     if schema is not None:
         for name, spec in schema.attributes.items():
-            if name in attrs:
-                continue
-            if spec.required:
+            if name not in attrs and spec.required:
                 raise ModelError(f"{label}: required attribute {name!r} is missing")
-            if spec.default_value is not None and spec.default_value.type != AttributeProto.UNDEFINED:
-                attrs[name] = _attr_value(spec.default_value)
+        attrs = schema_defaults(schema) | attrs
     return attrs
+
+
+def schema_defaults(schema: onnx.defs.OpSchema) -> dict[str, Any]:
+    """The attributes that have a default in the schema, with that default."""
+    return {name: _attr_value(spec.default_value) for name, spec in schema.attributes.items()
+            if spec.default_value is not None and spec.default_value.type != AttributeProto.UNDEFINED}
 
 
 def schema_for(op_type: str, opset: int, domain: str) -> Optional[onnx.defs.OpSchema]:

@@ -62,9 +62,11 @@ class RotaryEmbedding(OpDef):
             same += [(cos.dims[0], batch), (cos.dims[1], seq), (sin.dims[1], seq)]
         t = x.dtype
         rnd = {dt.FLOAT: "{}", dt.FLOAT16: "onnxc_round_f16({})", dt.BFLOAT16: "onnxc_round_bf16({})"}[t]
+        heads_c = k.dim(heads) if four else heads
         data = {
-            "B": cexpr.lit(batch), "H": cexpr.lit(k.dim(heads) if four else heads), "S": cexpr.lit(seq),
-            "head": head, "hidden": cexpr.lit(cexpr.mul(k.dim(heads) if four else heads, head)), "half": rot // 2, "four": four, "interleaved": bool(node.attrs.get("interleaved", 0)),
+            "B": cexpr.lit(batch), "H": cexpr.lit(heads_c), "S": cexpr.lit(seq), "head": head,
+            "hidden": cexpr.lit(cexpr.mul(heads_c, head)), "half": rot // 2, "four": four,
+            "interleaved": bool(node.attrs.get("interleaved", 0)),
             "X": x.name, "Y": k.out.name, "ctype": x.ctype, "load": t.load, "store": t.store, "round": rnd,
             "cos": cos.name, "sin": sin.name,
             "positions": positions.name if positions is not None else None,

@@ -12,13 +12,17 @@ from onnx.reference import ReferenceEvaluator
 
 from ..errors import ShapeError
 from ..ir import Node
+from ..ops import registry
 
 
 def run_node(node: Node) -> list[np.ndarray]:
     in_names = [f"i{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
     out_names = [f"o{k}" for k in range(len(node.outputs))]
     proto = helper.make_node(node.op_type, in_names, out_names, domain=node.domain)
+    defaults = _schema_defaults(node)
     for key, value in node.attrs.items():
+        if key in defaults and _same(defaults[key], value):
+            continue  # leave spec defaults implicit: evaluators of older versions may not know them
         if isinstance(value, tuple) and not value:
             continue  # an empty list has no attribute type; the spec default applies
         if isinstance(value, np.ndarray):
@@ -38,3 +42,15 @@ def run_node(node: Node) -> list[np.ndarray]:
     except Exception as e:
         raise ShapeError(f"{node.label}: constant folding failed: {type(e).__name__}: {e}") from e
     return [np.asarray(o) for o in outs]
+
+
+def _schema_defaults(node: Node) -> dict:
+    schema = registry.schema_for(node.op_type, node.opset, node.domain)
+    return {} if schema is None else registry.schema_defaults(schema)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype \
+            and np.array_equal(a, b)
+    return type(a) is type(b) and a == b

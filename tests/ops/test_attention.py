@@ -155,7 +155,8 @@ def test_symbolic_mismatch_fails():
 def rotary(x_shape, cache_shape, positions=True, elem=F, **attrs):
     inputs = [("X", elem, x_shape), ("cos_cache", elem, cache_shape), ("sin_cache", elem, cache_shape)]
     if positions:
-        inputs.append(("position_ids", TensorProto.INT64, [x_shape[0], x_shape[2] if len(x_shape) == 4 else x_shape[1]]))
+        seq = x_shape[2] if len(x_shape) == 4 else x_shape[1]
+        inputs.append(("position_ids", TensorProto.INT64, [x_shape[0], seq]))
     node = helper.make_node("RotaryEmbedding", [i[0] for i in inputs], ["Y"], **attrs)
     return make_model([node], inputs, [("Y", elem, x_shape)], opset=23)
 

@@ -89,3 +89,15 @@ def test_affine_grid(dims, align_corners, const_size):
     actual = onnxc.InferenceSession(m.SerializeToString()).run(None, f)[0]
     assert actual.shape == expected.shape
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_affine_grid_symbolic_batch():
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"])
+    m = make_model([node], [("theta", F, ["N", 2, 3])], [("grid", F, ["N", 3, 4, 2])],
+                   [numpy_helper.from_array(np.array([2, 1, 3, 4], np.int64), "size")], opset=20)
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    theta = rng.standard_normal((2, 2, 3)).astype(np.float32)
+    np.testing.assert_allclose(sess.run(None, {"theta": theta})[0],
+                               ReferenceEvaluator(m).run(None, {"theta": theta})[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match="batch size"):
+        sess.run(None, {"theta": theta[:1]})

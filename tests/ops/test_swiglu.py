@@ -15,7 +15,8 @@ def swiglu(shape, elem=TensorProto.FLOAT, **attrs):
     return make_model([node], [("A", elem, shape), ("B", elem, shape)], [("Y", elem, shape)], opset=28)
 
 
-@pytest.mark.parametrize("dtype,elem,tol", [(np.float32, TensorProto.FLOAT, 1e-6), (np.float64, TensorProto.DOUBLE, 1e-12),
+@pytest.mark.parametrize("dtype,elem,tol", [(np.float32, TensorProto.FLOAT, 1e-6),
+                                            (np.float64, TensorProto.DOUBLE, 1e-12),
                                             (np.float16, TensorProto.FLOAT16, 1e-3)])
 @pytest.mark.parametrize("alpha", [1.0, 0.5])
 def test_swiglu(dtype, elem, tol, alpha):
