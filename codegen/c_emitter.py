@@ -73,6 +73,7 @@ class CEmitter:
         self.functions: list[dict[str, Any]] = []
         self.steps: list[dict[str, Any]] = []
         self.helpers: list[str] = []
+        self.scratch_bytes = 0
         self._dims_ready: set[str] = set()
         self._dim_msgs: dict[str, str] = {}
 
@@ -139,14 +140,15 @@ class CEmitter:
             "steps": self.steps,
             "heap_vars": heap_vars,
             "output_vars": [self._output_var(i) for i in range(len(g.outputs))],
-            "arena_bytes": arena,
+            "arena_planned": memory.aligned(arena),
+            "arena_bytes": memory.aligned(arena) + self.scratch_bytes,
             "num_inputs": len(g.inputs),
             "num_outputs": len(g.outputs),
         }
         source = render(f"{self.template_dir}/model.c.j2", data)
         header = render(f"{self.template_dir}/model.h.j2", {"prefix": self.opt.prefix,
                                                            "banner": data["banner"]})
-        return CModel(source, header, bytes(self.weights), self.opt.prefix, arena,
+        return CModel(source, header, bytes(self.weights), self.opt.prefix, data["arena_bytes"],
                       [self._io_info(v, v.name) for v in g.inputs],
                       [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)],
                       len(self.functions))
@@ -294,16 +296,23 @@ class CEmitter:
             + [f"{t.ctype} *restrict {t.name}" for t in outputs] \
             + [f"void *restrict {s}" for s, _ in scratch]
         self.functions.append({"name": fname, "comment": label, "types": types, "params": fparams, "body": body})
-        scratch_vars = []
+        scratch_vars, heap_scratch, offset = [], [], 0
         for s, size in scratch:
             var = f"{fname}_{s}"
             scratch_vars.append(var)
-            self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
-                               "heap": True, "output": -1, "declare": True})
+            if isinstance(size, int):  # static scratch: the region after the planned arena, reused by every node
+                self.steps.append({"kind": "arena", "var": var, "ctype": "uint8_t",
+                                   "offset": f"ARENA_PLANNED + {offset}"})
+                offset += memory.aligned(size)
+            else:
+                heap_scratch.append(var)
+                self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
+                                   "heap": True, "output": -1, "declare": True})
+        self.scratch_bytes = max(self.scratch_bytes, offset)
         args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in used] \
             + [self.locs[id(v)].var for v in node.outputs] + scratch_vars
         self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label})
-        for var in scratch_vars:
+        for var in heap_scratch:
             self.steps.append({"kind": "free", "var": var})
 
     # --- outputs --------------------------------------------------------------

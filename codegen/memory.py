@@ -19,7 +19,7 @@ class Buffer:
     last: int       # index of the last reading step
 
 
-def _align(n: int) -> int:
+def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
@@ -29,7 +29,7 @@ def plan(buffers: list[Buffer]) -> tuple[dict[int, int], int]:
     offsets: dict[int, int] = {}
     arena = 0
     for buf in sorted(buffers, key=lambda b: (-b.size, b.first)):
-        size = _align(max(buf.size, 1))
+        size = aligned(max(buf.size, 1))
         busy = sorted((off, sz) for off, sz, other in placed
                       if not (other.last < buf.first or buf.last < other.first))
         offset, best = None, None
