@@ -250,6 +250,7 @@ class CEmitter:
         for v in node.inputs:
             if v is not None:
                 self._require_dims(v.shape)
+        self._require_dims(node.dim_checks)  # equalities the op's inference assumed
         tensor_args = [(t, v) for t, v in zip(inputs, node.inputs) if t is not None]
 
         if data_syms:

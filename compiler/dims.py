@@ -48,6 +48,9 @@ class DimTable:
         self.defs: dict[str, DimDef] = {}
         self._memo: dict[tuple, str] = {}
         self._count = 0
+        # Checked symbols (bcast/same) made since the caller last cleared this list: the
+        # node whose inference made them must verify them at run time before it runs.
+        self.checks: list[str] = []
 
     def __contains__(self, name: str) -> bool:
         return name in self.defs
@@ -98,6 +101,8 @@ class DimTable:
             name = self._fresh("s")
             self.defs[name] = DimDef("expr", op, (a, b))
             self._memo[key] = name
+        if op in CHECKED_OPS:
+            self.checks.append(self._memo[key])
         return self._memo[key]
 
     # Convenience spellings used by shape inference.

@@ -60,6 +60,7 @@ class Node:
     opset: int                       # the model's opset for this node's domain
     impl: "OpDef" = field(repr=False, default=None)
     version: int = 0                 # since_version of the schema in effect
+    dim_checks: list = field(default_factory=list)  # symbols to verify at run time before the node runs
 
     def input(self, i: int) -> Optional[Value]:
         return self.inputs[i] if i < len(self.inputs) else None

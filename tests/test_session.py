@@ -193,3 +193,15 @@ def test_scalar_inputs_and_outputs():
     s = onnxc.InferenceSession(m)
     y, = s.run(None, {"a": np.array(1.5, np.float32), "b": np.array(2.0, np.float32)})
     assert y.shape == () and y == np.float32(3.5)
+
+
+def test_inner_dim_mismatch_is_checked_before_the_kernel_runs():
+    # MatMul [n, k1] x [k2, m]: k1 == k2 is assumed by inference and checked at run time,
+    # although neither appears in the output shape [n, m].
+    m = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                   [("a", T.FLOAT, ["n", "k1"]), ("b", T.FLOAT, ["k2", "m"])], [("y", T.FLOAT, ["n", "m"])])
+    s = onnxc.InferenceSession(m)
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    np.testing.assert_allclose(s.run(None, {"a": a, "b": b})[0], a @ b)
+    with pytest.raises(onnxc.RuntimeFailure):
+        s.run(None, {"a": np.ones((2, 3), np.float32), "b": np.ones((5, 4), np.float32)})

@@ -22,8 +22,13 @@ SHAPE_VALUE_MAX_ELEMENTS = 64
 
 def infer_node(graph: Graph, node: Node) -> None:
     ctx = InferContext(node, graph.dims)
+    graph.dims.checks = []
     try:
         results = node.impl.infer(node, ctx)
+    except ShapeError as e:
+        if str(e).startswith(node.label):
+            raise
+        raise ShapeError(f"{node.label}: {e}") from e
     except OnnxcError:
         raise
     except Exception as e:  # a bug or a malformed attribute: report it against the node
@@ -40,6 +45,7 @@ def infer_node(graph: Graph, node: Node) -> None:
             if isinstance(d, int) and d < 0:
                 raise ShapeError(f"{node.label}: output {out.name!r} would have negative dim {d}")
         out.dtype, out.shape = dtype, tuple(shape)
+    node.dim_checks = list(dict.fromkeys(graph.dims.checks))
     for i, out in enumerate(node.outputs):
         out.sym_value = ctx.sym_values.get(i)
     first = node.outputs[0] if node.outputs else None
