@@ -191,8 +191,11 @@ class CEmitter:
             if isinstance(arg, str):
                 self._require_dim(arg)
         a, b = (cexpr.lit(self.dim(x)) for x in d.args)
+        x, y = d.args
+        what = {"same": f"dims {x} and {y} must be equal", "bcast": f"dims {x} and {y} cannot broadcast"}.get(
+            d.op, f"dim {sym} = {d.op}({x}, {y}) is negative")
         self.steps.append({"kind": "dim", "var": self.dim_var(sym), "op": d.op, "a": a, "b": b,
-                           "what": c_string(f"dim {sym}")})
+                           "what": c_string(what)})
         self._dims_ready.add(sym)
 
     # --- constants ------------------------------------------------------------
