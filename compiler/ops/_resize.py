@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, ClassVar, Optional
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..dims import Dim
 from ..ir import Node
-from .registry import InferContext
+from .registry import InferContext, OpDef
 
 MODES = ("nearest", "linear", "cubic")
 COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -311,3 +311,20 @@ def _store_template(t: dt.DType) -> dict:
     lo_d = _double(float(info.min))
     hi_d = _double(float(2 ** bits if info.min == 0 else 2 ** (bits - 1))) if bits == 64 else _double(float(info.max))
     return {"int": True, "lo": lo, "hi": hi, "lo_d": lo_d, "hi_d": hi_d, "ctype": t.c_type}
+
+
+class ResizeBase(OpDef):
+    """Resize and Upsample: subclasses read their version's attributes and inputs in ``_setup``."""
+    roi_index: ClassVar[Optional[int]] = None
+
+    def _setup(self, node: Node, ctx: InferContext) -> tuple[ResizeAttrs, list[int], Sizing]:
+        raise NotImplementedError
+
+    def infer(self, node, ctx):
+        x = ctx.inp(0)
+        attrs, axes, sizing = self._setup(node, ctx)
+        return [(x.dtype, infer_out_shape(ctx, node, x.shape, axes, attrs, sizing))]
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        attrs, axes, sizing = self._setup(node, InferContext(node, None))
+        return lower_resize(node, k, attrs, axes, sizing, roi_index=self.roi_index)

@@ -1,11 +1,10 @@
-from ...codegen.kernel import Kernel, KernelContext
 from ..ir import Node
-from ._resize import ResizeAttrs, attrs_from_node, check_attrs, infer_out_shape, lower_resize, sizing_of
-from .registry import InferContext, OpDef, register
+from ._resize import ResizeAttrs, ResizeBase, attrs_from_node, check_attrs, sizing_of
+from .registry import InferContext, register
 
 
 @register("Resize", since=10, until=10)
-class Resize10(OpDef):
+class Resize10(ResizeBase):
     """Y = X resized by the scales input (nearest or linear, asymmetric coordinates)."""
 
     def _setup(self, node: Node, ctx: InferContext):
@@ -16,19 +15,11 @@ class Resize10(OpDef):
             raise ctx.fail("cubic mode needs Resize-11 or later")
         return attrs, axes, sizing_of(ctx, 1, None, len(axes))
 
-    def infer(self, node, ctx):
-        x = ctx.inp(0)
-        attrs, axes, sizing = self._setup(node, ctx)
-        return [(x.dtype, infer_out_shape(ctx, node, x.shape, axes, attrs, sizing))]
-
-    def lower(self, node: Node, k: KernelContext) -> Kernel:
-        attrs, axes, sizing = self._setup(node, InferContext(node, None))
-        return lower_resize(node, k, attrs, axes, sizing)
-
 
 @register("Resize", since=11)
-class Resize(OpDef):
+class Resize(ResizeBase):
     """Y = X resized by scales or sizes: nearest/linear/cubic, every coordinate transformation mode."""
+    roi_index = 1
 
     def _setup(self, node: Node, ctx: InferContext):
         x = ctx.inp(0)
@@ -39,12 +30,3 @@ class Resize(OpDef):
             raise ctx.fail("half_pixel_symmetric needs Resize-19")
         axes = check_attrs(ctx, attrs, x.dtype, len(x.shape))
         return attrs, axes, sizing_of(ctx, 2, 3, len(axes))
-
-    def infer(self, node, ctx):
-        x = ctx.inp(0)
-        attrs, axes, sizing = self._setup(node, ctx)
-        return [(x.dtype, infer_out_shape(ctx, node, x.shape, axes, attrs, sizing))]
-
-    def lower(self, node: Node, k: KernelContext) -> Kernel:
-        attrs, axes, sizing = self._setup(node, InferContext(node, None))
-        return lower_resize(node, k, attrs, axes, sizing, roi_index=1)

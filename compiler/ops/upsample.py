@@ -1,12 +1,11 @@
 import numpy as np
 
-from ...codegen.kernel import Kernel, KernelContext
 from ..ir import Node
-from ._resize import ResizeAttrs, Sizing, attrs_from_node, check_attrs, infer_out_shape, lower_resize, sizing_of
-from .registry import InferContext, OpDef, register
+from ._resize import ResizeAttrs, ResizeBase, Sizing, attrs_from_node, check_attrs, sizing_of
+from .registry import InferContext, register
 
 
-class _Upsample(OpDef):
+class _Upsample(ResizeBase):
     def _sizing(self, node: Node, ctx: InferContext, rank: int) -> Sizing:
         raise NotImplementedError
 
@@ -20,14 +19,6 @@ class _Upsample(OpDef):
         axes = check_attrs(ctx, attrs, x.dtype, len(x.shape))
         return attrs, axes, self._sizing(node, ctx, len(axes))
 
-    def infer(self, node, ctx):
-        x = ctx.inp(0)
-        attrs, axes, sizing = self._setup(node, ctx)
-        return [(x.dtype, infer_out_shape(ctx, node, x.shape, axes, attrs, sizing))]
-
-    def lower(self, node: Node, k: KernelContext) -> Kernel:
-        attrs, axes, sizing = self._setup(node, InferContext(node, None))
-        return lower_resize(node, k, attrs, axes, sizing)
 
 
 @register("Upsample", since=7, until=8)
