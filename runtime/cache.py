@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -33,15 +34,45 @@ def cache_root() -> str:
 
 
 def model_digest(source) -> str:
-    """Content hash of a model, external data files included."""
-    h = hashlib.sha256()
+    """Content hash of a model, external data files included.
+
+    For a file, the hash is remembered in the cache's index under the file's identity
+    (path, size, mtime, inode) with the stats of every file it covers, so an unchanged
+    model is not read again.
+    """
     if isinstance(source, onnx.ModelProto):
-        h.update(source.SerializeToString(deterministic=True))
-        return h.hexdigest()
+        return hashlib.sha256(source.SerializeToString(deterministic=True)).hexdigest()
     if isinstance(source, (bytes, bytearray, memoryview)):
-        h.update(bytes(source))
-        return h.hexdigest()
-    path = os.fspath(source)
+        return hashlib.sha256(bytes(source)).hexdigest()
+    path = os.path.abspath(os.fspath(source))
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise ModelError(f"cannot read the model file: {e}") from e
+    identity = f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}"
+    index = os.path.join(cache_root(), "index", hashlib.sha256(identity.encode()).hexdigest()[:32])
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        with open(index, encoding="utf-8") as f:
+            entry = json.load(f)
+        if all(_stat_of(name) == [size, mtime] for name, size, mtime in entry["files"]):
+            return entry["digest"]
+    digest, files = _hash_model_file(path)
+    os.makedirs(os.path.dirname(index), mode=0o700, exist_ok=True)
+    _write_json_atomic(index, {"digest": digest, "files": [[name, *_stat_of(name)] for name in files]})
+    return digest
+
+
+def _stat_of(path: str) -> list:
+    try:
+        st = os.stat(path)
+        return [st.st_size, st.st_mtime_ns]
+    except OSError:
+        return [-1, -1]
+
+
+def _hash_model_file(path: str) -> tuple[str, list[str]]:
+    h = hashlib.sha256()
+    files = [path]
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -51,11 +82,20 @@ def model_digest(source) -> str:
     if b"location" in data:  # cheap pre-check before parsing for external data references
         for location in _external_locations(data):
             h.update(location.encode())
+            external = os.path.join(os.path.dirname(path), location)
+            files.append(external)
             with contextlib.suppress(OSError):
-                with open(os.path.join(os.path.dirname(path), location), "rb") as f:
+                with open(external, "rb") as f:
                     for chunk in iter(lambda: f.read(1 << 20), b""):
                         h.update(chunk)
-    return h.hexdigest()
+    return h.hexdigest(), files
+
+
+def _write_json_atomic(path: str, data: object) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
 
 
 def _external_locations(data: bytes) -> list[str]:
@@ -110,19 +150,36 @@ def _locked(path: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+_VERIFIED = ".verified"
+
+
 def is_intact(folder: str) -> bool:
+    """Library and weights match the manifest's checksums. A weights file verified once is
+    trusted while its size and mtime stay those recorded then (the cache folder is user-only)."""
     try:
         manifest = read_manifest(folder)
-        for name, key in ((manifest["library"], "library_sha256"), (manifest["weights"], "weights_sha256")):
-            h = hashlib.sha256()
-            with open(os.path.join(folder, name), "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            if h.hexdigest() != manifest[key]:
-                return False
+        if _sha256_file(os.path.join(folder, manifest["library"])) != manifest["library_sha256"]:
+            return False
+        weights = os.path.join(folder, manifest["weights"])
+        stamp = os.path.join(folder, _VERIFIED)
+        with contextlib.suppress(OSError, ValueError):
+            with open(stamp, encoding="utf-8") as f:
+                if json.load(f) == _stat_of(weights):
+                    return True
+        if _sha256_file(weights) != manifest["weights_sha256"]:
+            return False
+        _write_json_atomic(stamp, _stat_of(weights))
         return True
     except (OSError, KeyError, ModelError):
         return False
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def get_or_build(key: str, build: Callable[[str], None], root: Optional[str] = None) -> str:

@@ -145,6 +145,27 @@ def test_cache_second_session_is_fast_and_tampering_forces_rebuild(tmp_path, mon
     np.testing.assert_allclose(s3.run(None, {"x": x})[0], expected(x), rtol=1e-6)
 
 
+def test_cached_model_file_is_not_rehashed_and_tampered_weights_are_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    w = onnx.numpy_helper.from_array(np.arange(1024, dtype=np.float32), "w")
+    m = make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", T.FLOAT, [1024])],
+                   [("y", T.FLOAT, [1024])], [w])
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    folder = onnxc.InferenceSession(str(path)).artifact_dir
+    start = time.perf_counter()
+    onnxc.InferenceSession(str(path))
+    assert time.perf_counter() - start < 0.05
+    weights = os.path.join(folder, "weights.bin")
+    raw = bytearray(open(weights, "rb").read())
+    raw[0:4] = np.float32(1e6).tobytes()
+    with open(weights, "wb") as f:
+        f.write(raw)
+    s = onnxc.InferenceSession(str(path))
+    x = np.zeros(1024, np.float32)
+    np.testing.assert_array_equal(s.run(None, {"x": x})[0], np.arange(1024, dtype=np.float32))
+
+
 def test_cli_compile_then_load_artifact_without_compiling(tmp_path):
     model_path = tmp_path / "m.onnx"
     onnx.save(bias_relu_model(), model_path)
