@@ -17,7 +17,8 @@ import onnx.defs
 from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value
-from . import cexpr, memory
+from ..compiler import dtypes as dt
+from . import cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, TensorRef
 from .literals import c_literals
 from .names import Mangler, c_string, comment
@@ -129,12 +130,16 @@ class CEmitter:
         self.consts = [c for c in self.consts if c["var"] in referenced]
         weight_refs = [w for w in weight_refs if w["var"] in referenced]
         heap_vars = [loc.var for loc in self.locs.values() if loc.kind == "heap"]
+        used_types = {v.dtype for v in g.values()}
+        if used_types & set(dt.MINIFLOATS):
+            self.helpers.insert(0, "c/helpers/minifloat.c.j2")
+        helper_data = minifloat.helper_data(used_types)
         data = {
             "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
                        "graph": comment(g.name)},
             "prefix": self.opt.prefix,
             "consts": self.consts,
-            "helpers": [render(h, {}) for h in self.helpers],
+            "helpers": [render(h, helper_data) for h in self.helpers],
             "weight_refs": weight_refs,
             "functions": self.functions,
             "steps": self.steps,

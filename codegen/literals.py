@@ -12,6 +12,8 @@ def c_literal(x, dtype: dt.DType) -> str:
     """One element as a C constant expression of ``dtype``'s storage type."""
     if dtype is dt.BFLOAT16:
         return str(int(np.asarray(x, dtype=dtype.np).view(np.uint16)))
+    if dtype in dt.MINIFLOATS or dtype in dt.NARROW_INTS:
+        return str(int(np.asarray(x, dtype=dtype.np).view(np.uint8)))  # the stored bits
     if dtype.is_float:
         v = float(x)
         if math.isnan(v):

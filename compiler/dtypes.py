@@ -70,8 +70,34 @@ UINT32 = _d("uint32", TensorProto.UINT32, np.uint32, "uint32_t", kind="uint")
 UINT64 = _d("uint64", TensorProto.UINT64, np.uint64, "uint64_t", kind="uint")
 BOOL = _d("bool", TensorProto.BOOL, np.bool_, "uint8_t", kind="bool")
 
+# Narrow floats: one byte per element (as in ml_dtypes arrays), arithmetic in float through
+# the conversion helpers of c/helpers/minifloat.c.j2. Stores saturate, as Cast does by default.
+def _mini(name, onnx, npd, fn) -> DType:
+    return _d(name, onnx, npd, "uint8_t", "float", f"onnxc_{fn}_to_f32({{}})", f"onnxc_f32_to_{fn}({{}}, 1)")
+
+
+FLOAT8E4M3FN = _mini("float8e4m3fn", TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn, "f8e4m3fn")
+FLOAT8E4M3FNUZ = _mini("float8e4m3fnuz", TensorProto.FLOAT8E4M3FNUZ, ml_dtypes.float8_e4m3fnuz, "f8e4m3fnuz")
+FLOAT8E5M2 = _mini("float8e5m2", TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2, "f8e5m2")
+FLOAT8E5M2FNUZ = _mini("float8e5m2fnuz", TensorProto.FLOAT8E5M2FNUZ, ml_dtypes.float8_e5m2fnuz, "f8e5m2fnuz")
+FLOAT8E8M0 = _mini("float8e8m0", TensorProto.FLOAT8E8M0, ml_dtypes.float8_e8m0fnu, "f8e8m0")
+FLOAT4E2M1 = _mini("float4e2m1", TensorProto.FLOAT4E2M1, ml_dtypes.float4_e2m1fn, "f4e2m1")
+MINIFLOATS = (FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, FLOAT8E8M0, FLOAT4E2M1)
+
+# Sub-byte integers: one byte per element holding the value's bits (as ml_dtypes stores
+# them: -1 is 0x0F for int4); loads sign-extend, stores keep the low bits (wrap).
+INT4 = _d("int4", TensorProto.INT4, ml_dtypes.int4, "uint8_t", "int32_t",
+          "((int32_t)(((int32_t){} & 0xF) ^ 0x8) - 0x8)", "((uint8_t)((int32_t)({}) & 0xF))", kind="int")
+UINT4 = _d("uint4", TensorProto.UINT4, ml_dtypes.uint4, "uint8_t", "int32_t", "((int32_t){} & 0xF)",
+           "((uint8_t)((int32_t)({}) & 0xF))", kind="uint")
+INT2 = _d("int2", TensorProto.INT2, ml_dtypes.int2, "uint8_t", "int32_t",
+          "((int32_t)(((int32_t){} & 0x3) ^ 0x2) - 0x2)", "((uint8_t)((int32_t)({}) & 0x3))", kind="int")
+UINT2 = _d("uint2", TensorProto.UINT2, ml_dtypes.uint2, "uint8_t", "int32_t", "((int32_t){} & 0x3)",
+           "((uint8_t)((int32_t)({}) & 0x3))", kind="uint")
+NARROW_INTS = (INT4, UINT4, INT2, UINT2)
+
 ALL: tuple[DType, ...] = (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, INT16, INT32, INT64,
-                          UINT8, UINT16, UINT32, UINT64, BOOL)
+                          UINT8, UINT16, UINT32, UINT64, BOOL) + MINIFLOATS + NARROW_INTS
 FLOATS = (FLOAT, DOUBLE, FLOAT16, BFLOAT16)
 SIGNED_INTS = (INT8, INT16, INT32, INT64)
 UNSIGNED_INTS = (UINT8, UINT16, UINT32, UINT64)

@@ -1,3 +1,5 @@
+import dataclasses
+
 from onnx import TensorProto
 
 from ...codegen.kernel import Kernel, KernelContext
@@ -17,10 +19,21 @@ def target_type(to: int | str) -> dt.DType:
     return dt.from_onnx(to)
 
 
+_ROUND_MODES = {"up": 0, "down": 1, "nearest": 2}
+
+
 def cast_kernel(k: KernelContext) -> Kernel:
-    """Elementwise conversion of input 0 to the output's type."""
+    """Elementwise conversion of input 0 to the output's type (``saturate`` and ``round_mode``
+    apply to the narrow float types)."""
     x, y = k.input(0), k.out
-    kernel = elementwise_kernel(k, [x], lambda v: convert(v[0], x.dtype, y.dtype))
+    saturate = int(k.attrs.get("saturate", 1))
+    if y.dtype is dt.FLOAT8E8M0:
+        mode = _ROUND_MODES[k.attrs.get("round_mode", "up")]
+        y = dataclasses.replace(y, dtype=dataclasses.replace(
+            y.dtype, store=f"onnxc_f32_to_f8e8m0_mode({{}}, {saturate}, {mode})"))
+    elif y.dtype in dt.MINIFLOATS and not saturate:
+        y = dataclasses.replace(y, dtype=dataclasses.replace(y.dtype, store=y.dtype.store.replace(", 1)", ", 0)")))
+    kernel = elementwise_kernel(k, [x], lambda v: convert(v[0], x.dtype, y.dtype), out=y)
     if x.dtype.is_float and y.dtype.is_int:
         kernel.helpers.append(CAST_HELPERS)
     return kernel

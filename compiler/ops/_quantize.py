@@ -1,0 +1,135 @@
+"""Shared machinery of the quantization ops (QuantizeLinear, DequantizeLinear,
+DynamicQuantizeLinear, QLinearMatMul, QLinearConv): the quantized types and their
+ranges, the layout of scales and zero points (per tensor, per axis, blocked), and
+the C expressions that quantize (round half to even, saturate) and dequantize.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ...codegen import cexpr
+from ...codegen.kernel import KernelContext, TensorRef
+from ...codegen.names import c_string
+from .. import dtypes as dt
+from ..errors import ShapeError
+
+HELPER = "c/helpers/quantize.c.j2"
+ROUND_HELPER = "c/helpers/round_half.c.j2"
+
+
+@dataclass(frozen=True)
+class QuantType:
+    """How values are quantized to one element type: integers round half to even and saturate."""
+    lo: int
+    hi: int
+
+
+# Output types of quantization. New types (float8, int4 ...) add an entry here.
+QUANT_TYPES: dict[dt.DType, QuantType] = {
+    dt.INT8: QuantType(-128, 127),
+    dt.UINT8: QuantType(0, 255),
+    dt.INT16: QuantType(-32768, 32767),
+    dt.UINT16: QuantType(0, 65535),
+}
+
+# Types DequantizeLinear reads (quantized types and int32 accumulators).
+DEQUANT_TYPES: tuple[dt.DType, ...] = tuple(QUANT_TYPES) + (dt.INT32,)
+
+# Scale types of opset >= 19 (float only before).
+SCALE_TYPES: tuple[dt.DType, ...] = (dt.FLOAT, dt.FLOAT16, dt.BFLOAT16)
+
+
+def quantize(value: str, target: dt.DType) -> str:
+    """C expression: the (already rounded, zero point added) double ``value`` saturated to ``target``."""
+    q = QUANT_TYPES[target]
+    return f"({target.c_type})onnxc_quant_clamp({value}, {q.lo}.0, {q.hi}.0)"
+
+
+def round_to(expr: str, t: dt.DType) -> str:
+    """A float ``expr`` rounded to the precision of ``t`` (the helpers of ``c/helpers/round_half.c.j2``)."""
+    if t is dt.FLOAT16:
+        return f"onnxc_round_f16({expr})"
+    if t is dt.BFLOAT16:
+        return f"onnxc_round_bf16({expr})"
+    return expr
+
+
+def compute_of(t: dt.DType) -> str:
+    """C type arithmetic in ``t`` happens in (double for double and integers)."""
+    return "float" if t.compute == "float" else "double"
+
+
+@dataclass
+class Layout:
+    """How a scale (and zero point) tensor maps onto the elements of x."""
+    mode: str          # "tensor", "axis" or "block"
+    axis: int
+    block: int
+
+
+def layout(x: tuple, scale: tuple, axis: int, block: int, fail: Callable[[str], ShapeError],
+           same: Callable[[Any, Any], Any]) -> Layout:
+    """Checks the scale shape against x; ``same`` unifies two dims (raising on a mismatch)."""
+    if len(scale) == 0 or (all(isinstance(d, int) for d in scale) and cexpr.prod(scale) == 1 and not block):
+        return Layout("tensor", 0, 0)
+    rank = len(x)
+    if not -rank <= axis < rank:
+        raise fail(f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    try:
+        if block:
+            if block < 0:
+                raise fail(f"block_size must be positive, got {block}")
+            if len(scale) != rank:
+                raise fail(f"blocked scale must have x's rank {rank}, got shape {list(scale)}")
+            for a, (d, s) in enumerate(zip(x, scale)):
+                if a != axis:
+                    same(d, s)
+                elif isinstance(d, int) and isinstance(s, int) and s != -(-d // block):
+                    raise fail(f"blocked scale has {s} blocks on axis {axis}, x needs {-(-d // block)}")
+            return Layout("block", axis, block)
+        if len(scale) != 1:
+            raise fail(f"scale must be a scalar or a vector, got shape {list(scale)}")
+        same(x[axis], scale[0])
+    except ShapeError as e:
+        raise fail(f"scale shape {list(scale)} does not fit x shape {list(x)}: {e}") from None
+    return Layout("axis", axis, 0)
+
+
+def loop_data(k: KernelContext, op: str, x: TensorRef, params: list[TensorRef], lay: Layout) -> dict[str, Any]:
+    """Template data of ``c/quantize.c.j2``: loops over x as outer x axis x inner, where the
+    scale index is ``q`` (per axis position) plus ``i`` (inner position) for blocked scales."""
+    checks = []
+    dims = x.dims
+    if lay.mode == "tensor":
+        outer, along, inner, base = 1, 1, x.numel, "0"
+    else:
+        outer = cexpr.prod(dims[:lay.axis])
+        along = dims[lay.axis]
+        inner = cexpr.prod(dims[lay.axis + 1:])
+        if lay.mode == "axis":
+            base = "a"
+        else:
+            blocks = params[0].dims[lay.axis]
+            base = f"(o * {cexpr.lit(blocks)} + a / {lay.block}) * {cexpr.lit(inner)}"
+    for p in params:
+        if lay.mode == "tensor":
+            pairs = [(p.numel, 1)]
+        elif lay.mode == "axis":
+            pairs = [(p.dims[0], along)]
+        else:
+            d = dims[lay.axis]
+            n_blocks = -(-d // lay.block) if isinstance(d, int) else f"onnxc_dim_ceildiv({d}, {lay.block})"
+            pairs = [(h, n_blocks if a == lay.axis else dims[a]) for a, h in enumerate(p.dims)]
+        for have, want in pairs:
+            if not (isinstance(have, int) and isinstance(want, int)):
+                checks.append({"cond": f"{cexpr.lit(have)} != {cexpr.lit(want)}",
+                               "msg": c_string(f"{op}: {p.name} does not fit the shape of {x.name}")})
+    return {"checks": checks, "outer": cexpr.lit(outer), "along": cexpr.lit(along), "inner": cexpr.lit(inner),
+            "base": base, "blocked": lay.mode == "block", "x": x.name, "y": k.out.name}
+
+
+def zero_load(zp: Optional[TensorRef], index: str) -> str:
+    """The zero point at ``index`` as a double (0 when absent)."""
+    return f"(double){zp.name}[{index}]" if zp is not None else "0.0"

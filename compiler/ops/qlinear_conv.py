@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from ...codegen import cexpr
+from ...codegen.kernel import Kernel, KernelContext, TensorRef
+from ...codegen.names import c_string
+from .. import dtypes as dt
+from ..ir import Node
+from . import _gemm
+from . import _quantize as qz
+from ._conv_pool import conv_shape, per_group
+from ._elementwise import check_dtype
+from .conv import conv_kernel
+from .registry import InferContext, OpDef, register
+
+INT8S = (dt.INT8, dt.UINT8)
+PER_CHANNEL = (4, 5)   # w_scale and w_zero_point: one value or one per output channel
+
+
+@register("QLinearConv", since=10)
+class QLinearConv(OpDef):
+    """y = quantize(conv(x - x_zero_point, w - w_zero_point) + B, x_scale * w_scale / y_scale)."""
+
+    def infer(self, node: Node, ctx: InferContext):
+        x, w = ctx.inp(0), ctx.inp(3)
+        check_dtype(ctx, x.dtype, INT8S, "x")
+        check_dtype(ctx, w.dtype, INT8S, "w")
+        check_dtype(ctx, ctx.inp(7).dtype, INT8S, "y_zero_point")
+        for i, want in ((1, dt.FLOAT), (2, x.dtype), (4, dt.FLOAT), (5, w.dtype), (6, dt.FLOAT)):
+            if ctx.inp(i).dtype != want:
+                raise ctx.fail(f"input {i} type {ctx.inp(i).dtype} should be {want}")
+        if ctx.has(8) and ctx.inp(8).dtype != dt.INT32:
+            raise ctx.fail(f"B type {ctx.inp(8).dtype} should be int32")
+        shape = conv_shape(node, ctx.dims, x.shape, w.shape, ctx.fail)
+        for i in (1, 2, 4, 5, 6, 7):
+            s = ctx.inp(i).shape
+            sizes = (1, shape[1]) if i in PER_CHANNEL else (1,)
+            if len(s) > 1 or (s and isinstance(s[0], int) and s[0] not in sizes):
+                raise ctx.fail(f"input {i} has shape {list(s)}: expects one value"
+                               + (" or one per output channel" if i in PER_CHANNEL else ""))
+        if ctx.has(8):
+            b = ctx.inp(8).shape
+            if len(b) != 1 or (isinstance(b[0], int) and isinstance(shape[1], int) and b[0] != shape[1]):
+                raise ctx.fail(f"B must be a vector of the {shape[1]} output channels, got shape {list(b)}")
+        return [(ctx.inp(7).dtype, shape)]
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        x, w, y = k.input(0), k.input(3), k.out
+        m = w.dims[0]
+        mg = per_group(m, node.attrs.get("group", 1))
+        out = cexpr.prod(y.dims[2:])
+        checks = []
+
+        def param(i: int, channel: str) -> str:
+            """Input i's value for output channel ``channel`` (a C expression)."""
+            t = k.input(i)
+            per_channel = i in PER_CHANNEL and t.numel != 1
+            want = m if per_channel else 1
+            if not (isinstance(t.numel, int) and isinstance(want, int)):
+                checks.append({"cond": f"{cexpr.lit(t.numel)} != {cexpr.lit(want)}",
+                               "msg": c_string(f"QLinearConv: {t.name} does not have "
+                                               + ("one value per output channel" if per_channel else "one value"))})
+            return f"{t.name}[{channel}]" if per_channel else f"{t.name}[0]"
+
+        bias = "0"
+        if k.has_input(8):
+            b: TensorRef = k.input(8)
+            if not (isinstance(b.dims[0], int) and isinstance(m, int)):
+                checks.append({"cond": f"{cexpr.lit(b.dims[0])} != {cexpr.lit(m)}",
+                               "msg": c_string("QLinearConv: B does not have one value per output channel")})
+            bias = f"(uint32_t){b.name}[g * {cexpr.lit(mg)} + m]"
+        channel = f"g * {cexpr.lit(mg)} + i / {cexpr.lit(out)}"
+        multiplier = f"{param(1, '')} * {param(4, channel)} / {param(6, '')}"
+        requant = qz.quantize(f"rint((double)(int32_t)acc[i] * (double)({multiplier}) + (double){param(7, '')})",
+                              y.dtype)
+        operands = KernelContext(node, [x, w], k.outputs, k.dim, k.data_dims)
+        kernel = conv_kernel(node, operands, _gemm.UINT32,
+                             x_load=f"(uint32_t)((int32_t){{}} - (int32_t){param(2, '')})", x_native=False,
+                             w_load=f"(uint32_t)((int32_t){w.name}[m * {{K}} + i] - (int32_t){param(5, 'm')})",
+                             bias=bias, y_store=requant,
+                             checks=checks)
+        kernel.helpers.append(qz.HELPER)
+        return kernel

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...codegen import cexpr
+from ...codegen.kernel import Kernel, KernelContext
+from ...codegen.names import c_string
+from .. import dtypes as dt
+from ..ir import Node
+from . import _gemm
+from . import _quantize as qz
+from ._elementwise import check_dtype
+from .mat_mul import matmul_kernel, matmul_shape
+from .registry import InferContext, OpDef, register
+
+INT8S = (dt.INT8, dt.UINT8)
+
+
+@register("QLinearMatMul", since=10)
+class QLinearMatMul(OpDef):
+    """y = quantize((a - a_zero_point) @ (b - b_zero_point) * a_scale * b_scale / y_scale), per-tensor."""
+
+    def infer(self, node: Node, ctx: InferContext):
+        a, b = ctx.inp(0), ctx.inp(3)
+        check_dtype(ctx, a.dtype, INT8S, "a")
+        check_dtype(ctx, b.dtype, INT8S, "b")
+        check_dtype(ctx, ctx.inp(7).dtype, INT8S, "y_zero_point")
+        scale_types = qz.SCALE_TYPES if node.version >= 21 else (dt.FLOAT,)
+        for i, ref in ((1, None), (2, a), (4, None), (5, b), (6, None), (7, None)):
+            v = ctx.inp(i)
+            if ref is None and i != 7:
+                check_dtype(ctx, v.dtype, scale_types, f"input {i}")
+                if v.dtype != ctx.inp(1).dtype:
+                    raise ctx.fail(f"input {i} type {v.dtype} differs from a_scale type {ctx.inp(1).dtype}")
+            elif ref is not None and v.dtype != ref.dtype:
+                raise ctx.fail(f"input {i} type {v.dtype} differs from {ref.dtype}")
+            if len(v.shape) > 1 or (v.shape and isinstance(v.shape[0], int) and v.shape[0] != 1):
+                raise ctx.fail(f"input {i} must hold one value (per-tensor quantization), got shape {list(v.shape)}")
+        return [(ctx.inp(7).dtype, matmul_shape(ctx, a.shape, b.shape))]
+
+    def lower(self, node: Node, k: KernelContext) -> Kernel:
+        a, b, y = k.input(0), k.input(3), k.out
+        params = [k.input(i) for i in (1, 2, 4, 5, 6, 7)]
+        a_scale, a_zero, b_scale, b_zero, y_scale, y_zero = params
+        checks = [{"cond": f"{cexpr.lit(p.numel)} != 1",
+                   "msg": c_string(f"QLinearMatMul: {p.name} must hold one value")}
+                  for p in params if not isinstance(p.numel, int)]
+        ts = a_scale.dtype
+        product = qz.round_to(f"{a_scale.load('0')} * {b_scale.load('0')}", ts)
+        multiplier = qz.round_to(f"{product} / {y_scale.load('0')}", ts)
+        requant = qz.quantize(f"rint((double)(int32_t)y[i] * (double)({multiplier}) + (double){y_zero.name}[0])",
+                              y.dtype)
+        # The matmul kernel's locals are named a, b and y like the spec's tensors: it runs in
+        # a block of its own on aliases of them.
+        qa, qb, qy = replace(a, name="qa"), replace(b, name="qb"), replace(y, name="qy")
+        operands = KernelContext(node, [qa, qb], [qy], k.dim, k.data_dims)
+        kernel = matmul_kernel(
+            operands, _gemm.UINT32,
+            a_load=f"(uint32_t)((int32_t){qa.name}[row * {{K}} + k] - (int32_t){a_zero.name}[0])",
+            b_load=f"(uint32_t)((int32_t){qb.name}[i] - (int32_t){b_zero.name}[0])",
+            y_store=requant, checks=checks)
+        kernel.template = "c/qlinear_matmul.c.j2"
+        kernel.data["aliases"] = [{"const": "const " if t is not y else "", "ctype": t.ctype, "alias": q.name,
+                                   "name": t.name} for t, q in ((a, qa), (b, qb), (y, qy))]
+        kernel.helpers += [qz.HELPER, qz.ROUND_HELPER]
+        return kernel
