@@ -97,3 +97,11 @@ def test_dangling_input_raises_model_error():
     m = make_model([helper.make_node("Relu", ["missing"], ["y"])], [("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])])
     with pytest.raises(ModelError):
         import_model(m)
+
+
+def test_deprecated_ops_load_in_the_opsets_they_were_written_for():
+    m = make_model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+                   [("x", T.FLOAT, [1, 4, 3]), ("s", T.FLOAT, [2]), ("b", T.FLOAT, [2])],
+                   [("y", T.FLOAT, [1, 4, 3])], opset=18)
+    _, g = import_model(m)
+    assert [n.op_type for n in g.nodes] == ["GroupNormalization"]

@@ -15,8 +15,8 @@ class DeformConv(OpDef):
         if len(x.shape) != 4 or len(w.shape) != 4:
             raise ctx.fail(f"only 2-D deformable convolution is supported (X {x.shape}, W {w.shape})")
         kernel = tuple(node.attrs.get("kernel_shape") or w.shape[2:])
-        if not all(isinstance(d, int) for d in kernel):
-            raise ctx.fail("the kernel shape must be static")
+        if not all(isinstance(d, int) for d in kernel) or kernel != tuple(w.shape[2:]):
+            raise ctx.fail(f"kernel_shape {kernel} must be static and match W's spatial dims {w.shape[2:]}")
         strides = tuple(node.attrs.get("strides") or (1, 1))
         dilations = tuple(node.attrs.get("dilations") or (1, 1))
         pads = tuple(node.attrs.get("pads") or (0, 0, 0, 0))

@@ -30,6 +30,8 @@ class TensorScatter(OpDef):
             w = ctx.inp(2)
             if w.dtype != dt.INT64 or len(w.shape) != 1:
                 raise ctx.fail("write_indices must be a 1-D int64 tensor")
+            if isinstance(w.shape[0], int) and isinstance(past.shape[0], int) and w.shape[0] != past.shape[0]:
+                raise ctx.fail(f"write_indices has {w.shape[0]} values for a batch of {past.shape[0]}")
         return [(past.dtype, past.shape)]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
