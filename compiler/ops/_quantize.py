@@ -20,30 +20,60 @@ ROUND_HELPER = "c/helpers/round_half.c.j2"
 
 @dataclass(frozen=True)
 class QuantType:
-    """How values are quantized to one element type: integers round half to even and saturate."""
-    lo: int
-    hi: int
+    """How values are quantized to one element type: integers round half to even and
+    saturate to [lo, hi]; narrow floats convert (helper ``onnxc_f32_to_<fn>``), saturating
+    when the saturate attribute says so."""
+    lo: int = 0
+    hi: int = 0
+    fn: Optional[str] = None
+    adds_zero: bool = True     # float8 types ignore the zero point (it must be 0)
 
 
-# Output types of quantization. New types (float8, int4 ...) add an entry here.
+# Output types of quantization: one entry per type.
 QUANT_TYPES: dict[dt.DType, QuantType] = {
     dt.INT8: QuantType(-128, 127),
     dt.UINT8: QuantType(0, 255),
     dt.INT16: QuantType(-32768, 32767),
     dt.UINT16: QuantType(0, 65535),
+    dt.INT4: QuantType(-8, 7),
+    dt.UINT4: QuantType(0, 15),
+    dt.INT2: QuantType(-2, 1),
+    dt.UINT2: QuantType(0, 3),
+    dt.FLOAT8E4M3FN: QuantType(fn="f8e4m3fn", adds_zero=False),
+    dt.FLOAT8E4M3FNUZ: QuantType(fn="f8e4m3fnuz", adds_zero=False),
+    dt.FLOAT8E5M2: QuantType(fn="f8e5m2", adds_zero=False),
+    dt.FLOAT8E5M2FNUZ: QuantType(fn="f8e5m2fnuz", adds_zero=False),
+    dt.FLOAT4E2M1: QuantType(fn="f4e2m1"),
 }
 
 # Types DequantizeLinear reads (quantized types and int32 accumulators).
 DEQUANT_TYPES: tuple[dt.DType, ...] = tuple(QUANT_TYPES) + (dt.INT32,)
 
-# Scale types of opset >= 19 (float only before).
-SCALE_TYPES: tuple[dt.DType, ...] = (dt.FLOAT, dt.FLOAT16, dt.BFLOAT16)
+# Types of dequantized values, and of scales (float only before opset 19).
+FLOAT_TYPES: tuple[dt.DType, ...] = (dt.FLOAT, dt.FLOAT16, dt.BFLOAT16)
+SCALE_TYPES: tuple[dt.DType, ...] = FLOAT_TYPES + (dt.FLOAT8E8M0,)
 
 
-def quantize(value: str, target: dt.DType) -> str:
-    """C expression: the (already rounded, zero point added) double ``value`` saturated to ``target``."""
+def saturate(value: str, target: dt.DType) -> str:
+    """C expression: the rounded, zero point added double ``value`` saturated to integer type ``target``."""
     q = QUANT_TYPES[target]
-    return f"({target.c_type})onnxc_quant_clamp({value}, {q.lo}.0, {q.hi}.0)"
+    return target.store(f"({target.compute})onnxc_quant_clamp({value}, {q.lo}.0, {q.hi}.0)")
+
+
+def quantize(ratio: str, zero: str, target: dt.DType, saturating: bool) -> str:
+    """C expression: x / scale (``ratio``) plus the double zero point ``zero``, as ``target``."""
+    q = QUANT_TYPES[target]
+    if q.fn is None:
+        return saturate(f"rint((double)({ratio})) + {zero}", target)
+    value = f"{ratio} + {zero}" if q.adds_zero else ratio
+    return f"onnxc_f32_to_{q.fn}((float)({value}), {int(saturating)})"
+
+
+def dequantize(x: TensorRef, zp: Optional[TensorRef], x_index: str, zp_index: str) -> str:
+    """C expression: x - zero point as a float (exact in int64 first, rounded once as the reference does)."""
+    if x.dtype.compute == "float" or zp is None:
+        return f"(float){x.load(x_index)}"
+    return f"(float)((int64_t){x.load(x_index)} - (int64_t){zp.load(zp_index)})"
 
 
 def round_to(expr: str, t: dt.DType) -> str:
@@ -132,4 +162,4 @@ def loop_data(k: KernelContext, op: str, x: TensorRef, params: list[TensorRef], 
 
 def zero_load(zp: Optional[TensorRef], index: str) -> str:
     """The zero point at ``index`` as a double (0 when absent)."""
-    return f"(double){zp.name}[{index}]" if zp is not None else "0.0"
+    return f"(double){zp.load(index)}" if zp is not None else "0.0"

@@ -55,7 +55,7 @@ class Window(OpDef):
             terms.append(f"{'-' if a < 0 else '+'} {abs(a)!r} * cos({phase})")
         kernel = k.kernel("c/window.c.j2", Y=y.name, size=cexpr.lit(y.dims[0]),
                           periodic=bool(node.attrs.get("periodic", 1)), pi=PI,
-                          value=y.store(" ".join(terms)))
+                          value=" ".join(terms), store=y.store("w" if y.dtype.is_float else "(w == w ? w : 0.0)"))
         if k.data_dims:
             kernel.shape_template = "c/signal_dim_shape.c.j2"
             kernel.shape_data = {"value": f"{k.input(0).name}[0]", "minimum": 0,

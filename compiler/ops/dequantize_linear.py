@@ -23,7 +23,7 @@ class DequantizeLinear(OpDef):
             qz.layout(x.shape, p, node.attrs.get("axis", 1), node.attrs.get("block_size", 0), ctx.fail, ctx.dims.same)
         out = node.attrs.get("output_dtype", 0)
         out_dtype = dt.from_onnx(out) if out else scale.dtype
-        check_dtype(ctx, out_dtype, qz.SCALE_TYPES, "y")
+        check_dtype(ctx, out_dtype, qz.FLOAT_TYPES, "y")
         return [(out_dtype, x.shape)]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
@@ -32,7 +32,5 @@ class DequantizeLinear(OpDef):
         lay = qz.layout(x.shape, scale.shape, node.attrs.get("axis", 1), node.attrs.get("block_size", 0),
                         k.unsupported, lambda a, b: a)
         data = qz.loop_data(k, "DequantizeLinear", x, [scale] + ([zp] if zp else []), lay)
-        # x - x_zero_point is exact in int64; it is rounded to float once, as the reference does.
-        diff = f"(int64_t){x.name}[row + i]" + (f" - (int64_t){zp.name}[s]" if zp else "")
-        data["value"] = k.out.store(f"(float)({diff}) * {scale.load('s')}")
+        data["value"] = k.out.store(f"{qz.dequantize(x, zp, 'row + i', 's')} * {scale.load('s')}")
         return k.kernel("c/quantize.c.j2", **data)

@@ -23,5 +23,5 @@ class DynamicQuantizeLinear(OpDef):
         y, scale, zero = k.outputs
         return k.kernel("c/dynamic_quantize.c.j2", helpers=(qz.HELPER,), x=x.name, n=cexpr.lit(x.numel),
                         y=y.name, y_scale=scale.name, y_zero_point=zero.name,
-                        zero=qz.quantize("rint((double)(0.0f - lo / scale))", dt.UINT8),
-                        value=qz.quantize(f"rint((double)({x.name}[i] / scale)) + (double)zp", dt.UINT8))
+                        zero=qz.saturate("rint((double)(0.0f - lo / scale))", dt.UINT8),
+                        value=qz.saturate(f"rint((double)({x.name}[i] / scale)) + (double)zp", dt.UINT8))

@@ -70,7 +70,7 @@ class QLinearConv(OpDef):
             bias = f"(uint32_t){b.name}[g * {cexpr.lit(mg)} + m]"
         channel = f"g * {cexpr.lit(mg)} + i / {cexpr.lit(out)}"
         multiplier = f"{param(1, '')} * {param(4, channel)} / {param(6, '')}"
-        requant = qz.quantize(f"rint((double)(int32_t)acc[i] * (double)({multiplier}) + (double){param(7, '')})",
+        requant = qz.saturate(f"rint((double)(int32_t)acc[i] * (double)({multiplier}) + (double){param(7, '')})",
                               y.dtype)
         operands = KernelContext(node, [x, w], k.outputs, k.dim, k.data_dims)
         kernel = conv_kernel(node, operands, _gemm.UINT32,

@@ -25,7 +25,7 @@ class QLinearMatMul(OpDef):
         check_dtype(ctx, a.dtype, INT8S, "a")
         check_dtype(ctx, b.dtype, INT8S, "b")
         check_dtype(ctx, ctx.inp(7).dtype, INT8S, "y_zero_point")
-        scale_types = qz.SCALE_TYPES if node.version >= 21 else (dt.FLOAT,)
+        scale_types = qz.FLOAT_TYPES if node.version >= 21 else (dt.FLOAT,)
         for i, ref in ((1, None), (2, a), (4, None), (5, b), (6, None), (7, None)):
             v = ctx.inp(i)
             if ref is None and i != 7:
@@ -48,7 +48,7 @@ class QLinearMatMul(OpDef):
         ts = a_scale.dtype
         product = qz.round_to(f"{a_scale.load('0')} * {b_scale.load('0')}", ts)
         multiplier = qz.round_to(f"{product} / {y_scale.load('0')}", ts)
-        requant = qz.quantize(f"rint((double)(int32_t)y[i] * (double)({multiplier}) + (double){y_zero.name}[0])",
+        requant = qz.saturate(f"rint((double)(int32_t)y[i] * (double)({multiplier}) + (double){y_zero.name}[0])",
                               y.dtype)
         # The matmul kernel's locals are named a, b and y like the spec's tensors: it runs in
         # a block of its own on aliases of them.

@@ -15,8 +15,8 @@ class QuantizeLinear(OpDef):
     def infer(self, node: Node, ctx: InferContext):
         x, scale = ctx.inp(0), ctx.inp(1)
         check_dtype(ctx, x.dtype, (dt.FLOAT, dt.FLOAT16, dt.BFLOAT16, dt.INT32), "x")
-        check_dtype(ctx, scale.dtype, qz.SCALE_TYPES + (dt.INT32,), "y_scale")
-        if node.version < 23 and node.version >= 19 and scale.dtype != x.dtype:
+        check_dtype(ctx, scale.dtype, qz.SCALE_TYPES + (dt.INT32,) if node.version >= 19 else (dt.FLOAT,), "y_scale")
+        if 19 <= node.version < 23 and scale.dtype != x.dtype:
             raise ctx.fail(f"y_scale type {scale.dtype} differs from x type {x.dtype}")
         out = _out_dtype(node, ctx)
         check_dtype(ctx, out, tuple(qz.QUANT_TYPES), "y")
@@ -35,8 +35,7 @@ class QuantizeLinear(OpDef):
         div = dt.from_onnx(precision) if precision else _division_type(x.dtype, scale.dtype)
         ct = qz.compute_of(div)
         ratio = qz.round_to(f"({ct}){x.load('row + i')} / ({ct}){scale.load('s')}", div)
-        rounded = f"rint((double)({ratio}))"
-        data["value"] = qz.quantize(f"{rounded} + {qz.zero_load(zp, 's')}", k.out.dtype)
+        data["value"] = qz.quantize(ratio, qz.zero_load(zp, "s"), k.out.dtype, bool(node.attrs.get("saturate", 1)))
         return k.kernel("c/quantize.c.j2", helpers=(qz.HELPER, qz.ROUND_HELPER), **data)
 
 

@@ -52,5 +52,5 @@ class TensorScatter(OpDef):
             indices=indices.name if indices is not None else None, ctype=out.ctype,
             circular=node.attrs.get("mode", "linear") == "circular", numel=cexpr.lit(out.numel),
             B=cexpr.lit(past.dims[0]), R=cexpr.lit(cexpr.prod(past.dims[1:axis])),
-            M=cexpr.lit(past.dims[axis]), S=cexpr.lit(update.dims[axis]),
+            M=cexpr.lit(past.dims[axis]), may_be_empty=not (isinstance(past.dims[axis], int) and past.dims[axis] > 0), S=cexpr.lit(update.dims[axis]),
             inner=cexpr.lit(cexpr.prod(past.dims[axis + 1:])))

@@ -1,0 +1,15 @@
+from .. import dtypes as dt
+from ._elementwise import Unary
+from ._unary import flit
+from .registry import register
+
+
+@register("Binarizer", since=1, domain="ai.onnx.ml")
+class Binarizer(Unary):
+    """Y = 1 where X > threshold, else 0 (same type as X)."""
+    types = (dt.FLOAT, dt.DOUBLE, dt.INT64, dt.INT32)
+
+    def scalar(self, x, node, t):
+        threshold = node.attrs.get("threshold", 0.0)
+        bound = flit(threshold, "double") if t.dtype.is_int else flit(threshold, t.compute)
+        return f"({x} > {bound} ? 1 : 0)"
