@@ -55,7 +55,7 @@ class LinearAttention(OpDef):
 
     def infer(self, node, ctx):
         lay = self._layout(node, ctx)
-        q, k, v = ctx.inp(0), ctx.inp(1), ctx.inp(2)
+        q = ctx.inp(0)
         batch, seq = q.shape[0], q.shape[1]
         for i in (1, 2, 4, 5):
             if ctx.has(i):

@@ -1,5 +1,4 @@
 """LinearAttention, CausalConvWithState, BitCast, DeformConv, TensorScatter, TfIdfVectorizer against onnxruntime."""
-import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto as TP, helper

@@ -20,7 +20,8 @@ def run(model, feeds):
 def test_window_runtime_size(op, periodic, out_type):
     node = helper.make_node(op, ["size"], ["y"], periodic=periodic, output_datatype=out_type)
     m = make_model([node], [("size", TensorProto.INT64, [])], [("y", out_type, [None])], opset=17)
-    for size in (1, 10, 17):
+    # A 1-point symmetric window is NaN: onnxruntime's integer conversion of it is undefined.
+    for size in ((1, 10, 17) if out_type != TensorProto.INT32 else (2, 10, 17)):
         assert_matches_ort(m, {"size": np.array(size, np.int64)}, rtol=1e-3, atol=1e-3)
 
 
