@@ -57,7 +57,7 @@ SCALE_TYPES: tuple[dt.DType, ...] = FLOAT_TYPES + (dt.FLOAT8E8M0,)
 def saturate(value: str, target: dt.DType) -> str:
     """C expression: the rounded, zero point added double ``value`` saturated to integer type ``target``."""
     q = QUANT_TYPES[target]
-    return target.store(f"({target.compute})onnxc_quant_clamp({value}, {q.lo}.0, {q.hi}.0)")
+    return target.store.format(f"({target.compute})onnxc_quant_clamp({value}, {q.lo}.0, {q.hi}.0)")
 
 
 def quantize(ratio: str, zero: str, target: dt.DType, saturating: bool) -> str:

@@ -42,7 +42,7 @@ def dft17(shape, elem=F, length=None, **attrs):
     inputs = ["x", "dft_length"] if length is not None else ["x"]
     inits = [numpy_helper.from_array(np.array(length, np.int64), "dft_length")] if length is not None else []
     node = helper.make_node("DFT", inputs, ["y"], **attrs)
-    return make_model([node], [("x", elem, shape)], [("y", elem, None)], inits, opset=17)
+    return make_model([node], [("x", elem, shape)], [("y", elem, [None] * len(shape))], inits, opset=17)
 
 
 @pytest.mark.parametrize("shape,attrs", [
@@ -89,7 +89,7 @@ def test_dft20_axis(axis, onesided, const_axis):
         inits.append(numpy_helper.from_array(np.array(axis, np.int64), "axis"))
     else:
         inputs.append(("axis", TensorProto.INT64, []))
-    m = make_model([node], inputs, [("y", F, None)], inits, opset=20)
+    m = make_model([node], inputs, [("y", F, [None] * 4)], inits, opset=20)
     feeds = {"x": rng.standard_normal([2, 6, 4, 1]).astype(np.float32)}
     if not const_axis:
         feeds["axis"] = np.array(axis, np.int64)
@@ -99,7 +99,7 @@ def test_dft20_axis(axis, onesided, const_axis):
 def test_dft20_runtime_length_and_bad_axis():
     node = helper.make_node("DFT", ["x", "n", "axis"], ["y"])
     m = make_model([node], [("x", F, [2, 6, 1]), ("n", TensorProto.INT64, []), ("axis", TensorProto.INT64, [])],
-                   [("y", F, None)], opset=20)
+                   [("y", F, [None] * 3)], opset=20)
     x = rng.standard_normal([2, 6, 1]).astype(np.float32)
     for n in (4, 9):
         assert_matches_ort(m, {"x": x, "n": np.array(n, np.int64), "axis": np.array(1, np.int64)},
@@ -117,7 +117,7 @@ def test_stft(onesided, with_window, elem):
     node = helper.make_node("STFT", names, ["y"], onesided=onesided)
     inputs = [("signal", elem, ["N", 64, 1]), ("step", TensorProto.INT64, [])]
     inputs.append(("window", elem, [16]) if with_window else ("length", TensorProto.INT64, []))
-    m = make_model([node], inputs, [("y", elem, None)], opset=17)
+    m = make_model([node], inputs, [("y", elem, [None] * 4)], opset=17)
     sess = onnxc.InferenceSession(m.SerializeToString())
     for n in (1, 2):
         feeds = {"signal": rng.standard_normal([n, 64, 1]).astype(np_type), "step": np.array(8, np.int64)}
@@ -132,7 +132,7 @@ def test_mel_weight_matrix():
     node = helper.make_node("MelWeightMatrix", ["bins", "n", "rate", "lo", "hi"], ["y"])
     inputs = [("bins", TensorProto.INT64, []), ("n", TensorProto.INT64, []), ("rate", TensorProto.INT64, []),
               ("lo", F, []), ("hi", F, [])]
-    m = make_model([node], inputs, [("y", F, None)], opset=17)
+    m = make_model([node], inputs, [("y", F, [None, None])], opset=17)
     for bins, n in ((8, 64), (12, 256)):
         assert_matches_ort(m, {"bins": np.array(bins, np.int64), "n": np.array(n, np.int64),
                                "rate": np.array(16000, np.int64), "lo": np.array(0, np.float32),
