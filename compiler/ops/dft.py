@@ -67,7 +67,7 @@ class DFTBase(OpDef):
         element = f"(src + j * inner) * {channels}" if channels != 1 else "src + j * inner"
         kernel = k.kernel("c/dft.c.j2", p=plan, pi=PI, Y=y.name, irfft=irfft, inverse=inverse, channels=channels,
                           load_re=x.load(element), load_im=x.load(f"{element} + 1"), store=y.store)
-        kernel.scratch = {"roots": cexpr.mul(32, bound)}
+        kernel.scratch = {"roots": cexpr.mul(48, bound)}
         if k.data_dims:
             kernel.shape_template = "c/dft_shape.c.j2"
             kernel.shape_data = {"p": plan, "per_dim": len(k.data_dims) > 1 or isinstance(plan["axis"], str)}

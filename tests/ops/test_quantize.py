@@ -168,3 +168,43 @@ def test_qlinear_conv(per_channel, group, pads, bias):
     model = make_model([node], [("x", TP.UINT8, ["N", c, 6, 5])], [("y", TP.UINT8, ["N", m, None, None])], inits, opset=10)
     for n in (1, 2):
         assert_matches_ort(model, {"x": RNG.integers(0, 255, [n, c, 6, 5]).astype(np.uint8)})
+
+
+def assert_matches_reference(model, feeds):
+    expected = ReferenceEvaluator(model).run(None, feeds)
+    actual = onnxc.InferenceSession(model.SerializeToString()).run(None, feeds)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        np.testing.assert_array_equal(a.astype(np.float64), e.astype(np.float64))
+
+
+@pytest.mark.parametrize("out_type", [TP.INT4, TP.UINT4, TP.INT2, TP.UINT2, TP.FLOAT8E4M3FN,
+                                      TP.FLOAT8E5M2FNUZ, TP.FLOAT4E2M1])
+@pytest.mark.parametrize("saturate", [0, 1])
+def test_quantize_narrow_types(out_type, saturate):
+    if out_type == TP.FLOAT4E2M1 and not saturate:
+        pytest.skip("float4e2m1 has no infinity: saturate does not apply")
+    scale = (RNG.random(4) + 0.5).astype(np.float32)
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], axis=1, output_dtype=out_type, saturate=saturate)
+    model = make_model([node], [("x", TP.FLOAT, [2, 4, 3])], [("y", out_type, [2, 4, 3])], [init("s", scale)],
+                       opset=25)
+    x = values([2, 4, 3], 0.01)
+    x.flat[::5] *= 1e5
+    assert_matches_reference(model, {"x": x})
+
+
+@pytest.mark.parametrize("x_type", [TP.INT4, TP.UINT4, TP.INT2, TP.FLOAT8E4M3FN, TP.FLOAT8E5M2, TP.FLOAT4E2M1])
+def test_dequantize_narrow_types(x_type):
+    from onnx.helper import tensor_dtype_to_np_dtype
+    np_type = tensor_dtype_to_np_dtype(x_type)
+    x = RNG.standard_normal([3, 4]).astype(np.float32) * 3
+    x = x.astype(np_type) if x_type not in (TP.INT4, TP.UINT4, TP.INT2) else \
+        np.clip(np.rint(x), -2 if x_type == TP.INT2 else -8, 1 if x_type == TP.INT2 else 7).astype(np_type)
+    inits = [init("s", np.float32(0.5))]
+    inputs = ["x", "s"]
+    if x_type in (TP.INT4, TP.UINT4, TP.INT2):
+        inits.append(init("z", np.asarray(1, np_type)))
+        inputs.append("z")
+    node = helper.make_node("DequantizeLinear", inputs, ["y"])
+    model = make_model([node], [("x", x_type, [3, 4])], [("y", TP.FLOAT, [3, 4])], inits, opset=25)
+    assert_matches_reference(model, {"x": x})

@@ -18,6 +18,8 @@ def run(model, feeds):
 @pytest.mark.parametrize("periodic", [0, 1])
 @pytest.mark.parametrize("out_type", [F, D, TensorProto.FLOAT16, TensorProto.INT32])
 def test_window_runtime_size(op, periodic, out_type):
+    if op == "BlackmanWindow" and out_type == TensorProto.INT32:
+        pytest.skip("its peak 0.42 + 0.5 + 0.08 truncates to 0 or 1 depending on the float rounding")
     node = helper.make_node(op, ["size"], ["y"], periodic=periodic, output_datatype=out_type)
     m = make_model([node], [("size", TensorProto.INT64, [])], [("y", out_type, [None])], opset=17)
     # A 1-point symmetric window is NaN: onnxruntime's integer conversion of it is undefined.
