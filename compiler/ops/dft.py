@@ -12,7 +12,8 @@ class DFTBase(OpDef):
         """The axis as given (may be negative) when known while compiling, else None."""
         raise NotImplementedError
 
-    def axis_expr(self, node, k) -> str:
+    def axis_expr(self, node, k):
+        """The axis as a Python int when known while compiling, else a C expression."""
         raise NotImplementedError
 
     def infer(self, node, ctx):
@@ -54,14 +55,15 @@ class DFTBase(OpDef):
             length = f"(int64_t){k.input(1).name}[0]"
         else:
             length = "2 * (n - 1)" if irfft else "n"
-        plan = {"dims": [cexpr.lit(d) for d in x.dims[:-1]], "axis": self.axis_expr(node, k), "length": length,
+        axis = self.axis_expr(node, k)
+        plan = {"dims": [cexpr.lit(d) for d in x.dims[:-1]], "axis": axis, "length": length,
                 "half_spectrum": onesided and not inverse}
-        if isinstance(self.axis_expr(node, k), str):
+        # Scratch holds 6 L doubles; L <= 2 * (output axis dim) when it is not known here.
+        if isinstance(axis, str):
             bound = cexpr.mul(2, cexpr.add(*y.dims[:-1]))
         else:
-            axis = self.axis_expr(node, k) % x.rank
-            n = x.dims[axis]
-            bound = cexpr.mul(2, y.dims[axis]) if k.has_input(1) or not isinstance(n, int) else max(
+            n = x.dims[axis % x.rank]
+            bound = cexpr.mul(2, y.dims[axis % x.rank]) if k.has_input(1) or not isinstance(n, int) else max(
                 2 * (n - 1) if irfft else n, 1)
         channels = x.dims[-1]
         element = f"(src + j * inner) * {channels}" if channels != 1 else "src + j * inner"
@@ -70,7 +72,7 @@ class DFTBase(OpDef):
         kernel.scratch = {"roots": cexpr.mul(48, bound)}
         if k.data_dims:
             kernel.shape_template = "c/dft_shape.c.j2"
-            kernel.shape_data = {"p": plan, "per_dim": len(k.data_dims) > 1 or isinstance(plan["axis"], str)}
+            kernel.shape_data = {"p": plan, "per_dim": isinstance(axis, str)}
         return kernel
 
 

@@ -54,7 +54,7 @@ class STFT(OpDef):
                           load=x.load("{}"), window=window, store=y.store, frames=cexpr.lit(y.dims[1]),
                           bins=cexpr.lit(y.dims[2]))
         # L is at most the signal length (checked before any use).
-        kernel.scratch = {"roots": cexpr.mul(32, x.dims[1])}
+        kernel.scratch = {"roots": cexpr.mul(48, x.dims[1])}
         if k.data_dims:
             kernel.shape_template = "c/stft_shape.c.j2"
             kernel.shape_data = {"p": plan, "frames_ptr": k.data_dim_ptr(y.dims[1]),

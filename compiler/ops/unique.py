@@ -12,8 +12,6 @@ class Unique(OpDef):
 
     def infer(self, node, ctx):
         x = ctx.inp(0)
-        if x.dtype not in dt.ALL or x.dtype.kind == "string":
-            raise ctx.fail(f"unsupported element type {x.dtype}")
         value = ctx.const(0)
         if "axis" in node.attrs:
             axis = norm_axis(ctx, node.attrs["axis"], len(x.shape))
