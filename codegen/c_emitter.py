@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import onnx.defs
 
+from ..compiler import dtypes as dt
 from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value
-from ..compiler import dtypes as dt
 from . import cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, TensorRef
 from .literals import c_literals

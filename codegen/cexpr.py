@@ -52,3 +52,8 @@ def strides(dims: list[CExpr]) -> list[CExpr]:
         out.append(acc)
         acc = mul(acc, d)
     return out[::-1]
+
+
+def math_fn(name: str, compute: str) -> str:
+    """The <math.h> function for a compute type: ``expf`` for float, ``exp`` for double."""
+    return name + "f" if compute == "float" else name

@@ -37,3 +37,14 @@ def c_literal(x, dtype: dt.DType) -> str:
 
 def c_literals(array: np.ndarray, dtype: dt.DType) -> list[str]:
     return [c_literal(x, dtype) for x in np.asarray(array).reshape(-1)]
+
+
+def float_literal(x: float, compute: str) -> str:
+    """``x`` as a C literal of a float compute type (``float``: shortest float32 digits, ``f`` suffix)."""
+    with np.errstate(over="ignore"):
+        v = np.float32(x) if compute == "float" else np.float64(x)
+    if np.isnan(v):
+        return "NAN"
+    if np.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return str(v) + "f" if compute == "float" else repr(float(v))

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from ...codegen import cexpr
-from ...codegen.cexpr import CExpr
+from ...codegen.cexpr import CExpr, math_fn
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from .. import dtypes as dt
 from ..dims import Dim, DimTable
 from ..errors import ShapeError
 from ..ir import Node
 from ._elementwise import check_dtype
-from ._reduce import math_fn
 from .registry import InferContext, OpDef
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")

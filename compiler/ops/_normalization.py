@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ...codegen import cexpr
+from ...codegen.cexpr import math_fn
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
+from ...codegen.literals import float_literal
 from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..dims import Shape
-from ._reduce import check_type, float_lit, math_fn
+from ._reduce import check_type
 from .registry import InferContext
 
 
@@ -70,7 +72,7 @@ def unit_kernel(k: KernelContext, *, x: TensorRef, y: TensorRef, N, G, P, Q, eps
     stats_data = [{"name": t.name, "value": t.store("mu" if what == "mean" else "inv_std")} for t, what in stats]
     return k.kernel("c/normalization.c.j2", X=x.name, Y=y.name, compute=c, load=x.load("{}"), store=y.store("{}"),
                     N=cexpr.lit(N), G=cexpr.lit(G), P=cexpr.lit(P), Q=cexpr.lit(Q), size=cexpr.lit(size),
-                    center=center, epsilon=float_lit(epsilon, c), sqrt=math_fn("sqrt", c), affine=affine,
+                    center=center, epsilon=float_literal(epsilon, c), sqrt=math_fn("sqrt", c), affine=affine,
                     checks=list(checks), stats=stats_data)
 
 

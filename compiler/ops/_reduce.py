@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence
 
-import numpy as np
-
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
@@ -52,22 +50,6 @@ def unsigned(t: dt.DType) -> str:
 def wrap(t: dt.DType, expr: str) -> str:
     """``expr`` (unsigned arithmetic) converted back to ``t``."""
     return expr if t.kind == "uint" else f"({t.c_type})({expr})"
-
-
-def math_fn(name: str, compute: str) -> str:
-    """The <math.h> function for the compute type: ``expf`` for float, ``exp`` for double."""
-    return name + "f" if compute == "float" else name
-
-
-def float_lit(x: float, compute: str) -> str:
-    """A C literal of ``x`` rounded to the compute type (shortest round-trip digits)."""
-    with np.errstate(over="ignore"):
-        v = np.float32(x) if compute == "float" else np.float64(x)
-    if np.isnan(v):
-        return "NAN"
-    if np.isinf(v):
-        return "INFINITY" if v > 0 else "-INFINITY"
-    return str(v) + "f" if compute == "float" else repr(float(v))
 
 
 def saturate_to_int(expr: str, t: dt.DType) -> str:

@@ -10,8 +10,8 @@ from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.names import c_string
 from .. import dtypes as dt
-from .registry import InferContext, OpDef
 from ._indexing import INDEX_TYPES, data_dim
+from .registry import InferContext, OpDef
 
 PI = "3.14159265358979323846"
 

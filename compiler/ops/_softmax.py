@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ...codegen import cexpr
+from ...codegen.cexpr import math_fn
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..ir import Node
-from ._reduce import check_type, math_fn, normalize_axis, split_at
+from ._reduce import check_type, normalize_axis, split_at
 from .registry import InferContext, OpDef
 
 

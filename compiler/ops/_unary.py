@@ -3,34 +3,13 @@
 builders. The kernels themselves are ``c/elementwise.c.j2`` maps."""
 from __future__ import annotations
 
-import math
 from typing import ClassVar, Optional
 
-import numpy as np
-
+from ...codegen.cexpr import math_fn
 from ...codegen.kernel import TensorRef
 from .. import dtypes as dt
 from ..ir import Node
 from ._elementwise import Unary
-
-
-def math_fn(name: str, compute: str) -> str:
-    """The <math.h> function for a compute type: ``exp`` -> ``expf`` for float."""
-    return name + "f" if compute == "float" else name
-
-
-def flit(value: float, compute: str) -> str:
-    """A float constant as a C literal of the compute type.
-
-    Float attributes are float32 values: as double literals they keep every bit.
-    """
-    if math.isnan(value):
-        return "NAN"
-    if math.isinf(value):
-        return "INFINITY" if value > 0 else "-INFINITY"
-    if compute == "float":
-        return str(np.float32(value)) + "f"
-    return repr(float(value))
 
 
 def unsigned_of(t: TensorRef) -> str:

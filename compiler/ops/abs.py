@@ -1,6 +1,7 @@
+from ...codegen.cexpr import math_fn
 from .. import dtypes as dt
 from ._elementwise import Unary
-from ._unary import math_fn, wrapping_neg
+from ._unary import wrapping_neg
 from .registry import register
 
 

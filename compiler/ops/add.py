@@ -1,6 +1,6 @@
-from ._dims_value import arithmetic
 from .. import dtypes as dt
 from ._binary import Broadcasting, wrapping
+from ._dims_value import arithmetic
 from .registry import register
 
 

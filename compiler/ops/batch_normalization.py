@@ -1,6 +1,7 @@
 from ...codegen import cexpr
+from ...codegen.cexpr import math_fn
+from ...codegen.literals import float_literal
 from ._normalization import check_float_input, check_vector, length_checks
-from ._reduce import float_lit, math_fn
 from .registry import OpDef, register
 
 
@@ -48,8 +49,8 @@ class BatchNormalizationBase(OpDef):
                         count=cexpr.lit(cexpr.mul(x.dims[0], S)), per_element=per_element,
                         training=self.training(node), checks=checks,
                         scale=scale.load(param), bias=bias.load(param), mean=mean.load(param), var=var.load(param),
-                        epsilon=float_lit(node.attrs.get("epsilon", 1e-5), c),
-                        momentum=float_lit(node.attrs.get("momentum", 0.9), c), running=running,
+                        epsilon=float_literal(node.attrs.get("epsilon", 1e-5), c),
+                        momentum=float_literal(node.attrs.get("momentum", 0.9), c), running=running,
                         sqrt=math_fn("sqrt", c))
 
 

@@ -1,6 +1,6 @@
+from ...codegen.literals import float_literal
 from .. import dtypes as dt
 from ._elementwise import Unary
-from ._unary import flit
 from .registry import register
 
 
@@ -11,5 +11,5 @@ class Binarizer(Unary):
 
     def scalar(self, x, node, t):
         threshold = node.attrs.get("threshold", 0.0)
-        bound = flit(threshold, "double") if t.dtype.is_int else flit(threshold, t.compute)
+        bound = float_literal(threshold, "double") if t.dtype.is_int else float_literal(threshold, t.compute)
         return f"({x} > {bound} ? 1 : 0)"

@@ -1,4 +1,6 @@
-from ._unary import FloatUnary, flit, math_fn
+from ...codegen.cexpr import math_fn
+from ...codegen.literals import float_literal
+from ._unary import FloatUnary
 from .registry import register
 
 
@@ -8,5 +10,5 @@ class Celu(FloatUnary):
 
     def scalar(self, x, node, t):
         # For any alpha != 0 the first term is the result when X > 0 and the second otherwise.
-        alpha = flit(node.attrs["alpha"], t.compute)
+        alpha = float_literal(node.attrs["alpha"], t.compute)
         return f"({x} > 0 ? {x} : {alpha} * {math_fn('expm1', t.compute)}({x} / {alpha}))"

@@ -1,6 +1,6 @@
 from ...codegen import cexpr
-from .registry import OpDef, register
 from ._indexing import INDEX_TYPES, check_index_type, const_ints, data_dim, data_dim_ptrs, norm_axes, vector_len
+from .registry import OpDef, register
 
 
 @register("CenterCropPad", since=18)

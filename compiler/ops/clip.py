@@ -1,6 +1,7 @@
+from ...codegen.literals import float_literal
 from .. import dtypes as dt
 from ._elementwise import Unary, check_dtype, elementwise_kernel
-from ._unary import FloatUnary, clamp, flit
+from ._unary import FloatUnary, clamp
 from .registry import register
 
 
@@ -11,8 +12,8 @@ class ClipAttributes(FloatUnary):
     def scalar(self, x, node, t):
         lo, hi = node.attrs.get("min"), node.attrs.get("max")
         ordered = lo is not None and hi is not None and lo <= hi
-        return clamp(x, None if lo is None else flit(lo, t.compute),
-                     None if hi is None else flit(hi, t.compute), ordered)
+        return clamp(x, None if lo is None else float_literal(lo, t.compute),
+                     None if hi is None else float_literal(hi, t.compute), ordered)
 
 
 @register("Clip", since=11)

@@ -1,7 +1,7 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
-from .registry import OpDef, register
 from ._indexing import data_dim, norm_axis
+from .registry import OpDef, register
 
 
 @register("Compress", since=9)

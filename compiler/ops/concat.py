@@ -1,8 +1,8 @@
 import numpy as np
 
 from ...codegen import cexpr
-from .registry import OpDef, register
 from ._indexing import norm_axis
+from .registry import OpDef, register
 
 
 @register("Concat", since=1)

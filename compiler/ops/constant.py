@@ -2,10 +2,10 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ...codegen.literals import c_literals
 from .. import dtypes as dt
 from ..errors import ModelError, UnsupportedError
 from ..ir import Node
-from ...codegen.literals import c_literals
 from .registry import OpDef, register
 
 # Larger constants are left to constant folding (optimization level 1 and up).

@@ -1,9 +1,9 @@
 import numpy as np
 
 from ...codegen import cexpr
+from ...codegen.literals import c_literal
 from .. import dtypes as dt
 from ..ir import Node
-from ...codegen.literals import c_literal
 from .registry import OpDef, register
 
 

@@ -8,8 +8,7 @@ from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
-from ._conv_pool import (affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group,
-                         row_offset, window)
+from ._conv_pool import affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, row_offset, window
 from ._elementwise import check_dtype
 from .registry import InferContext, OpDef, register
 

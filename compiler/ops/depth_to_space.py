@@ -1,5 +1,5 @@
-from .registry import OpDef, register
 from ._indexing import permuted_strides, strided_copy
+from .registry import OpDef, register
 
 
 @register("DepthToSpace", since=1)

@@ -1,8 +1,8 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
 from ..dims import broadcast_shapes
-from .registry import OpDef, register
 from ._indexing import check_index_type, data_dim, data_dim_ptrs, strided_copy, vector_len
+from .registry import OpDef, register
 
 
 @register("Expand", since=8)

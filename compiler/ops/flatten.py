@@ -1,6 +1,6 @@
+from ._copy import Copy
 from ._dims_value import passthrough
 from .registry import register
-from ._copy import Copy
 
 
 @register("Flatten", since=1)

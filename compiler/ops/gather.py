@@ -1,8 +1,8 @@
 import numpy as np
 
 from ...codegen import cexpr
-from .registry import OpDef, register
 from ._indexing import check_index_type, norm_axis
+from .registry import OpDef, register
 
 
 @register("Gather", since=1)

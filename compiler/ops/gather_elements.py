@@ -1,5 +1,5 @@
-from .registry import OpDef, register
 from ._indexing import check_elements_shapes, check_index_type, elements_data, norm_axis
+from .registry import OpDef, register
 
 
 @register("GatherElements", since=11)

@@ -1,7 +1,7 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
-from .registry import OpDef, register
 from ._indexing import check_index_type
+from .registry import OpDef, register
 
 
 @register("GatherND", since=11)

@@ -1,6 +1,8 @@
 import math
 
-from ._unary import FloatUnary, flit, math_fn
+from ...codegen.cexpr import math_fn
+from ...codegen.literals import float_literal
+from ._unary import FloatUnary
 from .registry import register
 
 
@@ -16,6 +18,6 @@ class Gelu(FloatUnary):
     def scalar(self, x, node, t):
         c = t.compute
         if node.attrs["approximate"] == "tanh":
-            inner = f"{flit(math.sqrt(2 / math.pi), c)} * ({x} + {flit(0.044715, c)} * {x} * {x} * {x})"
-            return f"{flit(0.5, c)} * {x} * (1 + {math_fn('tanh', c)}({inner}))"
-        return f"{flit(0.5, c)} * {x} * (1 + {math_fn('erf', c)}({x} * {flit(1 / math.sqrt(2), c)}))"
+            inner = f"{float_literal(math.sqrt(2 / math.pi), c)} * ({x} + {float_literal(0.044715, c)} * {x} * {x} * {x})"
+            return f"{float_literal(0.5, c)} * {x} * (1 + {math_fn('tanh', c)}({inner}))"
+        return f"{float_literal(0.5, c)} * {x} * (1 + {math_fn('erf', c)}({x} * {float_literal(1 / math.sqrt(2), c)}))"

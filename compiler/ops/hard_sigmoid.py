@@ -1,4 +1,5 @@
-from ._unary import FloatUnary, clamp, flit
+from ...codegen.literals import float_literal
+from ._unary import FloatUnary, clamp
 from .registry import register
 
 
@@ -7,5 +8,5 @@ class HardSigmoid(FloatUnary):
     """Y = max(0, min(1, alpha * X + beta))."""
 
     def scalar(self, x, node, t):
-        alpha, beta = (flit(node.attrs[a], t.compute) for a in ("alpha", "beta"))
+        alpha, beta = (float_literal(node.attrs[a], t.compute) for a in ("alpha", "beta"))
         return clamp(f"({alpha} * {x} + {beta})", "0", "1", ordered=True)

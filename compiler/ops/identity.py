@@ -1,5 +1,5 @@
-from ._dims_value import passthrough
 from ._copy import Copy
+from ._dims_value import passthrough
 from .registry import register
 
 

@@ -1,4 +1,5 @@
-from ._unary import FloatUnary, flit
+from ...codegen.literals import float_literal
+from ._unary import FloatUnary
 from .registry import register
 
 
@@ -7,5 +8,5 @@ class LeakyRelu(FloatUnary):
     """Y = X for X >= 0, alpha * X otherwise."""
 
     def scalar(self, x, node, t):
-        alpha = flit(node.attrs["alpha"], t.compute)
+        alpha = float_literal(node.attrs["alpha"], t.compute)
         return f"({x} >= 0 ? {x} : {alpha} * {x})"

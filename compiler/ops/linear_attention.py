@@ -1,8 +1,8 @@
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
+from ...codegen.literals import float_literal
 from .. import dtypes as dt
 from ..ir import Node
-from ._reduce import float_lit
 from .registry import InferContext, OpDef, register
 
 _TYPES = (dt.FLOAT, dt.FLOAT16, dt.BFLOAT16)
@@ -78,7 +78,7 @@ class LinearAttention(OpDef):
                 for name, t in optional.items()}
         kernel = k.kernel(
             "c/linear_attention.c.j2", **lay, **data,
-            B=cexpr.lit(y.dims[0]), T=cexpr.lit(y.dims[1]), scale=float_lit(scale, "float"),
+            B=cexpr.lit(y.dims[0]), T=cexpr.lit(y.dims[1]), scale=float_literal(scale, "float"),
             Q=q.name, K=key.name, V=v.name, Y=y.name, present=present.name,
             q_load=q.dtype.load, y_store=y.dtype.store, present_store=present.dtype.store)
         kernel.scratch = {"state": 4 * lay["dk"] * lay["dv"], "update": 4 * lay["dv"]}

@@ -1,6 +1,7 @@
 from ...codegen import cexpr
+from ...codegen.cexpr import math_fn
 from .. import dtypes as dt
-from ._reduce import check_type, math_fn, normalize_axis, split_at
+from ._reduce import check_type, normalize_axis, split_at
 from .registry import OpDef, register
 
 

@@ -1,6 +1,8 @@
 from ...codegen import cexpr
+from ...codegen.cexpr import math_fn
+from ...codegen.literals import float_literal
 from .. import dtypes as dt
-from ._reduce import check_type, float_lit, math_fn
+from ._reduce import check_type
 from .registry import OpDef, register
 
 
@@ -25,6 +27,6 @@ class LRN(OpDef):
         return k.kernel("c/lrn.c.j2", Y=y.name, compute=c, load=x.load("{}"), store=y.store("{}"),
                         N=cexpr.lit(x.dims[0]), C=cexpr.lit(x.dims[1]), S=cexpr.lit(cexpr.prod(x.dims[2:])),
                         before=(size - 1) // 2, after=size // 2,
-                        bias=float_lit(node.attrs.get("bias", 1.0), c),
-                        alpha=float_lit(node.attrs.get("alpha", 1e-4) / size, c),
-                        beta=float_lit(node.attrs.get("beta", 0.75), c), pow=math_fn("pow", c))
+                        bias=float_literal(node.attrs.get("bias", 1.0), c),
+                        alpha=float_literal(node.attrs.get("alpha", 1e-4) / size, c),
+                        beta=float_literal(node.attrs.get("beta", 0.75), c), pow=math_fn("pow", c))

@@ -1,5 +1,7 @@
+from ...codegen.cexpr import math_fn
+from ...codegen.literals import float_literal
 from .. import dtypes as dt
-from ._reduce import ReduceBody, accumulate, check_type, float_lit, mapping, math_fn, static_axes, static_plan
+from ._reduce import ReduceBody, accumulate, check_type, mapping, static_axes, static_plan
 from .registry import OpDef, register
 
 
@@ -26,7 +28,7 @@ class MeanVarianceNormalization(OpDef):
         body.add(accumulate(plan, mean, c, f"const {c} x = {x.load('i')};", "{a} + x"))
         body.add_outputs([f"{mean}[o] /= {count};"])
         body.add(accumulate(plan, scale, c, f"const {c} x = {x.load('i')} - {mean}[o];", "{a} + x * x"))
-        body.add_outputs([f"{scale}[o] = 1 / ({math_fn('sqrt', c)}({scale}[o] / {count}) + {float_lit(1e-9, c)});"])
+        body.add_outputs([f"{scale}[o] = 1 / ({math_fn('sqrt', c)}({scale}[o] / {count}) + {float_literal(1e-9, c)});"])
         normalized = f"({x.load('i')} - {mean}[o]) * {scale}[o]"
         body.add(mapping([f"{y.name}[i] = {y.store(normalized)};"]))
         return body.kernel(k)

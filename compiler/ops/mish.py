@@ -1,4 +1,5 @@
-from ._unary import FloatUnary, math_fn, softplus
+from ...codegen.cexpr import math_fn
+from ._unary import FloatUnary, softplus
 from .registry import register
 
 

@@ -2,8 +2,8 @@ import numpy as np
 
 from ...codegen import cexpr
 from .. import dtypes as dt
-from .registry import OpDef, register
 from ._indexing import data_dim
+from .registry import OpDef, register
 
 
 @register("NonZero", since=9)

@@ -2,9 +2,9 @@ import math
 
 from ...codegen import cexpr
 from .. import dtypes as dt
-from .registry import OpDef, register
-from ._indexing import data_dim
 from ._elementwise import check_dtype
+from ._indexing import data_dim
+from .registry import OpDef, register
 
 
 def index_kind(t: dt.DType) -> str:

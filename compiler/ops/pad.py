@@ -2,9 +2,17 @@ from typing import Optional
 
 from ...codegen import cexpr
 from .. import dtypes as dt
+from ._indexing import (
+    check_index_type,
+    const_ints,
+    data_dim,
+    data_dim_ptrs,
+    data_dims,
+    norm_axes,
+    scalar_literal,
+    vector_len,
+)
 from .registry import OpDef, register
-from ._indexing import (check_index_type, const_ints, data_dim, data_dim_ptrs, data_dims, norm_axes, scalar_literal,
-                       vector_len)
 
 MODES = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
 

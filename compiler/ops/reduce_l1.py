@@ -1,4 +1,5 @@
-from ._reduce import Reduce, math_fn, unsigned, wrap
+from ...codegen.cexpr import math_fn
+from ._reduce import Reduce, unsigned, wrap
 from .registry import register
 
 

@@ -1,4 +1,5 @@
-from ._reduce import Reduce, math_fn, saturate_to_int
+from ...codegen.cexpr import math_fn
+from ._reduce import Reduce, saturate_to_int
 from .registry import register
 
 

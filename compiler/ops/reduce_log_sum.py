@@ -1,5 +1,6 @@
+from ...codegen.cexpr import math_fn
 from .. import dtypes as dt
-from ._reduce import Reduce, math_fn
+from ._reduce import Reduce
 from .registry import register
 
 

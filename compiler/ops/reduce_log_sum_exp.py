@@ -1,5 +1,6 @@
+from ...codegen.cexpr import math_fn
 from .. import dtypes as dt
-from ._reduce import Reduce, ReduceBody, accumulate, math_fn, plan_for
+from ._reduce import Reduce, ReduceBody, accumulate, plan_for
 from .registry import register
 
 

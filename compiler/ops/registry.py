@@ -59,7 +59,8 @@ def _load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import __path__ as ops_path, __name__ as ops_name
+    from . import __name__ as ops_name
+    from . import __path__ as ops_path
     for info in pkgutil.iter_modules(ops_path):
         if not info.name.startswith("_") and info.name != "registry":
             importlib.import_module(f"{ops_name}.{info.name}")

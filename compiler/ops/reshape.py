@@ -1,8 +1,8 @@
-from ._dims_value import passthrough
 from ...codegen import cexpr
 from .. import dtypes as dt
-from .registry import register
 from ._copy import Copy
+from ._dims_value import passthrough
+from .registry import register
 
 
 @register("Reshape", since=1, until=4)

@@ -1,7 +1,7 @@
 from ...codegen import cexpr
 from ...codegen.names import c_string
-from .registry import OpDef, register
 from ._indexing import check_elements_shapes, check_index_type, elements_data, norm_axis, reduction_expr
+from .registry import OpDef, register
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 

@@ -1,8 +1,8 @@
 from ...codegen import cexpr
 from ...codegen.names import c_string
 from .. import dtypes as dt
-from .registry import OpDef, register
 from ._indexing import check_index_type, reduction_expr
+from .registry import OpDef, register
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 

@@ -1,6 +1,6 @@
+from ...codegen.literals import float_literal
 from .. import dtypes as dt
 from ._elementwise import Unary
-from ._unary import flit
 from .registry import register
 
 
@@ -13,10 +13,10 @@ class Shrink(Unary):
         lambd, bias = node.attrs["lambd"], node.attrs["bias"]
         # Integers: the arithmetic is done in double, then converted back saturating.
         c = t.compute if t.dtype.is_float else "double"
-        low, high = f"{x} + {flit(bias, c)}", f"{x} - {flit(bias, c)}"
+        low, high = f"{x} + {float_literal(bias, c)}", f"{x} - {float_literal(bias, c)}"
         if not t.dtype.is_float:
             low, high = (f"onnxc_sat_double_to_{t.dtype.name}({e})" for e in (low, high))
-        return f"({x} < {flit(-lambd, c)} ? {low} : ({x} > {flit(lambd, c)} ? {high} : 0))"
+        return f"({x} < {float_literal(-lambd, c)} ? {low} : ({x} > {float_literal(lambd, c)} ? {high} : 0))"
 
     def lower(self, node, k):
         kernel = super().lower(node, k)

@@ -1,9 +1,8 @@
 from typing import Optional
 
 from ...codegen import cexpr
+from ._indexing import BIG, check_index_type, clamp_big, data_dim, data_dim_ptrs, norm_axes, strided_copy, vector_len
 from .registry import OpDef, register
-from ._indexing import (BIG, check_index_type, clamp_big, data_dim, data_dim_ptrs, norm_axes, strided_copy,
-                        vector_len)
 
 
 class SliceBase(OpDef):

@@ -1,4 +1,5 @@
-from ._unary import FloatUnary, math_fn
+from ...codegen.cexpr import math_fn
+from ._unary import FloatUnary
 from .registry import register
 
 

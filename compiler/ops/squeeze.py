@@ -1,9 +1,9 @@
-from ._dims_value import passthrough
 from ...codegen import cexpr
 from .. import dtypes as dt
-from .registry import register
 from ._copy import Copy, unit_dim_checks
+from ._dims_value import passthrough
 from ._indexing import check_index_type, const_ints, data_dims, norm_axes, vector_len
+from .registry import register
 
 
 def squeezed_shape(ctx, shape: tuple, axes) -> tuple:

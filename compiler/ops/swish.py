@@ -1,4 +1,5 @@
-from ._unary import FloatUnary, flit, sigmoid
+from ...codegen.literals import float_literal
+from ._unary import FloatUnary, sigmoid
 from .registry import register
 
 
@@ -7,5 +8,5 @@ class Swish(FloatUnary):
     """Y = X * sigmoid(alpha * X)."""
 
     def scalar(self, x, node, t):
-        alpha = flit(node.attrs["alpha"], t.compute)
+        alpha = float_literal(node.attrs["alpha"], t.compute)
         return f"{x} * {sigmoid(f'({alpha} * {x})', t.compute)}"

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
-from ..errors import UnsupportedError
-from ._reduce import float_lit
+from ...codegen.literals import float_literal
 from .. import dtypes as dt
+from ..errors import UnsupportedError
 from ..ir import Node
 from .registry import InferContext, OpDef, register
 
@@ -87,7 +87,7 @@ class TfIdfVectorizer(OpDef):
         kernel = k.kernel(
             "c/tf_idf_vectorizer.c.j2", X=x.name, Y=k.out.name,
             rows=cexpr.lit(x.dims[0]) if x.rank == 2 else 1, C=cexpr.lit(x.dims[-1]) if x.rank else 1,
-            size=size, mode=a["mode"], weights=[float_lit(w, "float") for w in weights[:size]],
+            size=size, mode=a["mode"], weights=[float_literal(w, "float") for w in weights[:size]],
             min_len=a["min_gram_length"], max_len=a["max_gram_length"], max_skip=a.get("max_skip_count", 0),
             tokens=[cexpr.lit(t) for t in trie.tokens], columns=trie.columns, first=trie.first, last=trie.last)
         kernel.scratch = {"counts": 8 * size}

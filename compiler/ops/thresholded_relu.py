@@ -1,4 +1,5 @@
-from ._unary import FloatUnary, flit
+from ...codegen.literals import float_literal
+from ._unary import FloatUnary
 from .registry import register
 
 
@@ -7,4 +8,4 @@ class ThresholdedRelu(FloatUnary):
     """Y = X for X > alpha, 0 otherwise."""
 
     def scalar(self, x, node, t):
-        return f"({x} > {flit(node.attrs['alpha'], t.compute)} ? {x} : 0)"
+        return f"({x} > {float_literal(node.attrs['alpha'], t.compute)} ? {x} : 0)"

@@ -1,5 +1,5 @@
-from .registry import OpDef, register
 from ._indexing import norm_axes, permuted_strides, strided_copy
+from .registry import OpDef, register
 
 
 def _perm(node, rank: int) -> list[int]:

@@ -20,7 +20,6 @@ class _Upsample(ResizeBase):
         return attrs, axes, self._sizing(node, ctx, len(axes))
 
 
-
 @register("Upsample", since=7, until=8)
 class Upsample7(_Upsample):
     """Y = X upsampled by the scales attribute (nearest or linear, asymmetric coordinates)."""
