@@ -108,10 +108,6 @@ class Graph:
         self._names.add(name)
         return name
 
-    def constant(self, name: str, array: np.ndarray) -> Value:
-        array = np.asarray(array, order="C")
-        return self.new_value(name, dt.from_numpy(array.dtype), tuple(array.shape), array)
-
     def add_node(self, node: Node) -> Node:
         for out in node.outputs:
             out.producer = node

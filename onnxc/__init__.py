@@ -11,11 +11,11 @@ from .compiler.errors import (CompileError, InvalidArgument, ModelError, OnnxcEr
                               ShapeError, UnsupportedError)
 from .driver import CompileOptions, compile_model
 from .runtime.options import GraphOptimizationLevel, RunOptions, SessionOptions
-from .runtime.session import InferenceSession, NodeArg, get_available_providers
+from .runtime.session import InferenceSession, NodeArg, get_all_providers, get_available_providers
 
 __all__ = [
     "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "NodeArg",
-    "get_available_providers", "compile_model", "CompileOptions",
+    "get_available_providers", "get_all_providers", "compile_model", "CompileOptions",
     "OnnxcError", "ModelError", "UnsupportedError", "ShapeError", "CompileError", "InvalidArgument",
     "RuntimeFailure",
 ]

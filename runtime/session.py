@@ -14,7 +14,7 @@ from ..compiler.errors import InvalidArgument
 from ..driver import CompileOptions, compile_model
 from . import cache
 from .loader import CompiledModel, read_manifest
-from .options import GraphOptimizationLevel, RunOptions, SessionOptions
+from .options import RunOptions, SessionOptions
 
 log = logging.getLogger("onnxc")
 
@@ -51,10 +51,6 @@ class ModelMetadata:
     custom_metadata_map: dict
 
 
-def _levels(level: GraphOptimizationLevel) -> int:
-    return int(level)
-
-
 class InferenceSession:
     """Compile (or load from the cache) and run an ONNX model.
 
@@ -85,7 +81,7 @@ class InferenceSession:
 
     # --- construction ---------------------------------------------------------
     def _compile_options(self) -> CompileOptions:
-        return CompileOptions(optimization_level=_levels(self._sess_options.graph_optimization_level))
+        return CompileOptions(optimization_level=int(self._sess_options.graph_optimization_level))
 
     @staticmethod
     def _compile_cached(source: Any, options: CompileOptions) -> str:
