@@ -17,7 +17,7 @@ import onnx.defs
 from ..compiler import dtypes as dt
 from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
-from ..compiler.ir import Graph, Node, Value
+from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
 from . import cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, TensorRef
 from .literals import c_literals
@@ -59,24 +59,47 @@ class _Loc:
     offset: int = 0
     output_index: int = -1
     ctype: str = ""
+    free: str = "free"           # how the heap copy is released (sequences own their elements)
 
 
-class CEmitter:
-    template_dir = "c"
+class _Unit:
+    """What all functions of one translation unit share: names, constants, weights, helpers."""
 
-    def __init__(self, graph: Graph, options: EmitOptions) -> None:
-        self.g = graph
-        self.opt = options
+    def __init__(self) -> None:
         self.mangle = Mangler(RESERVED)
-        self.locs: dict[int, _Loc] = {}
+        self.const_locs: dict[int, _Loc] = {}
         self.consts: list[dict[str, Any]] = []
         self.weights = bytearray()
         self.functions: list[dict[str, Any]] = []
-        self.steps: list[dict[str, Any]] = []
         self.helpers: list[str] = []
         self.scratch_bytes = 0
+        self.referenced: set[str] = set()
+        self.uses_sequences = False
+
+
+class CEmitter:
+    """Emits one graph as a function of steps: the model's entry point, or (for a
+    control-flow body) a static function with the same calling convention."""
+    template_dir = "c"
+
+    def __init__(self, graph: Graph, options: EmitOptions, unit: _Unit | None = None,
+                 entry_inputs: list[Value] | None = None, outer_ready: frozenset = frozenset(),
+                 is_body: bool = False, scope: str = "") -> None:
+        self.g = graph
+        self.opt = options
+        self.unit = unit or _Unit()
+        self.mangle = self.unit.mangle
+        self.locs: dict[int, _Loc] = {}
+        self.steps: list[dict[str, Any]] = []
         self._dims_ready: set[str] = set()
-        self._dim_msgs: dict[str, str] = {}
+        # A body's inputs are its formal inputs, then the enclosing values it reads; dims of
+        # enclosing graphs it needs but cannot bind from those come after their shapes.
+        self.entry_inputs = list(graph.inputs) if entry_inputs is None else entry_inputs
+        self.outer_ready = outer_ready
+        self.outer_dims: list[str] = []
+        self.is_body = is_body
+        self.scope = scope          # prefix of this function's node function names
+        self._input_dims = 0
 
     # --- names ----------------------------------------------------------
     def dim_var(self, sym: str) -> str:
@@ -88,6 +111,48 @@ class CEmitter:
     # --- entry ----------------------------------------------------------
     def emit(self) -> CModel:
         g = self.g
+        body = self.emit_function()
+        unit = self.unit
+        consts = [c for c in unit.consts if c["var"] in unit.referenced]
+        used_types = {v.dtype for v in g.values()}
+        helpers = list(unit.helpers)
+        if unit.uses_sequences:
+            helpers.insert(0, "c/helpers/sequence.c.j2")
+        if used_types & set(dt.MINIFLOATS):
+            helpers.insert(0, "c/helpers/minifloat.c.j2")
+        helper_data = minifloat.helper_data(used_types)
+        data = {
+            "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
+                       "graph": comment(g.name)},
+            "prefix": self.opt.prefix,
+            "consts": consts,
+            "helpers": [render(h, helper_data) for h in helpers],
+            "functions": unit.functions,
+            "run": body,
+            "arena_planned": memory.aligned(body["arena"]),
+            "arena_bytes": memory.aligned(body["arena"]) + unit.scratch_bytes,
+            "num_inputs": len(g.inputs),
+            "num_outputs": len(g.outputs),
+            "uses_sequences": unit.uses_sequences,
+        }
+        source = render(f"{self.template_dir}/model.c.j2", data)
+        header = render(f"{self.template_dir}/model.h.j2", {"prefix": self.opt.prefix,
+                                                           "banner": data["banner"]})
+        return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
+                      [self._io_info(v, v.name) for v in g.inputs],
+                      [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)],
+                      sum(1 for f in unit.functions if f["kind"] == "node"))
+
+    def emit_function(self) -> dict[str, Any]:
+        """Steps of this graph's function; static intermediates share an arena by liveness.
+
+        Only the entry point plans an arena: a body runs inside a node of its parent while
+        the parent's intermediates are live, so its intermediates live on the heap.
+        """
+        g = self.g
+        is_body = self.is_body
+        if any(not v.is_tensor for v in g.values()):
+            self.unit.uses_sequences = True
         self._bind_inputs()
         last_use = self._last_uses()
         outputs_of = self._output_slots()
@@ -99,78 +164,56 @@ class CEmitter:
                 elif id(out) in outputs_of:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "output",
                                               output_index=outputs_of[id(out)][0])
-                elif out.static:
+                elif out.static and not is_body and not node.impl.allocates_outputs:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "arena")
                     static_buffers.append(memory.Buffer(id(out), self._nbytes_static(out), step_index,
                                                         last_use.get(id(out), step_index)))
                 else:
-                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap")
+                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
         offsets, arena = memory.plan(static_buffers)
         for key, off in offsets.items():
             self.locs[key].offset = off
 
         for v in self._const_inputs():
             self._place_const(v)
-        weight_refs = [{"var": loc.var, "ctype": loc.ctype, "offset": loc.offset}
-                       for loc in self.locs.values() if loc.kind == "weight"]
 
         for step_index, node in enumerate(g.nodes):
             if all(o.const is not None for o in node.outputs):
                 continue
             self._emit_node(step_index, node)
-            for v in node.inputs:
-                if v is not None and last_use.get(id(v)) == step_index and self.locs[id(v)].kind == "heap":
-                    self.steps.append({"kind": "free", "var": self.locs[id(v)].var})
+            for v in reads(node):
+                loc = self.locs.get(id(v))
+                if last_use.get(id(v)) == step_index and loc is not None and loc.kind == "heap":
+                    self.steps.append({"kind": "free", "var": loc.var, "free": loc.free})
         for i, v in enumerate(g.outputs):
             self._emit_output(i, v)
 
-        # Constants only some kernel bodies read (e.g. a Reshape's shape) are not emitted.
         referenced = {a for st in self.steps if st["kind"] == "call" for a in st["args"]} | \
             {st["src"] for st in self.steps if st["kind"] == "copy_output"}
-        self.consts = [c for c in self.consts if c["var"] in referenced]
-        weight_refs = [w for w in weight_refs if w["var"] in referenced]
-        heap_vars = [loc.var for loc in self.locs.values() if loc.kind == "heap"]
-        used_types = {v.dtype for v in g.values()}
-        if used_types & set(dt.MINIFLOATS):
-            self.helpers.insert(0, "c/helpers/minifloat.c.j2")
-        helper_data = minifloat.helper_data(used_types)
-        data = {
-            "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
-                       "graph": comment(g.name)},
-            "prefix": self.opt.prefix,
-            "consts": self.consts,
-            "helpers": [render(h, helper_data) for h in self.helpers],
-            "weight_refs": weight_refs,
-            "functions": self.functions,
-            "steps": self.steps,
-            "heap_vars": heap_vars,
-            "output_vars": [self._output_var(i) for i in range(len(g.outputs))],
-            "arena_planned": memory.aligned(arena),
-            "arena_bytes": memory.aligned(arena) + self.scratch_bytes,
-            "num_inputs": len(g.inputs),
-            "num_outputs": len(g.outputs),
-        }
-        source = render(f"{self.template_dir}/model.c.j2", data)
-        header = render(f"{self.template_dir}/model.h.j2", {"prefix": self.opt.prefix,
-                                                           "banner": data["banner"]})
-        return CModel(source, header, bytes(self.weights), self.opt.prefix, data["arena_bytes"],
-                      [self._io_info(v, v.name) for v in g.inputs],
-                      [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)],
-                      len(self.functions))
+        self.unit.referenced |= referenced
+        weight_refs = [{"var": loc.var, "ctype": loc.ctype, "offset": loc.offset}
+                       for loc in self.unit.const_locs.values() if loc.kind == "weight" and loc.var in referenced]
+        return {"steps": self.steps,
+                "heap_vars": [{"var": loc.var, "free": loc.free} for loc in self.locs.values() if loc.kind == "heap"],
+                "output_vars": [{"var": self._output_var(i), "free": _free_fn(v)} for i, v in enumerate(g.outputs)],
+                "weight_refs": weight_refs, "arena": arena}
 
     def _io_info(self, v: Value, name: str) -> dict[str, Any]:
         """Dims as users see them: ints, the model's symbol names, None for derived dims."""
+        if not v.is_tensor:  # containers: element dims are not fixed
+            shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
+            return {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": v.kind}
         shape = [d if isinstance(d, int) or self.g.dims.defs[d].kind == "input" else None for d in v.shape]
-        return {"name": name, "dtype": v.dtype.name, "shape": shape}
+        return {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": "tensor"}
 
     # --- inputs and dims --------------------------------------------------
     def _bind_inputs(self) -> None:
         pos = 0
-        for i, v in enumerate(self.g.inputs):
+        for i, v in enumerate(self.entry_inputs):
             var = self.mangle(v.name, "in_")
             self.locs[id(v)] = _Loc(var, "input")
-            self.steps.append({"kind": "input", "var": var, "ctype": v.dtype.c_type, "index": i})
-            for axis, d in enumerate(v.shape):
+            self.steps.append({"kind": "input", "var": var, "ctype": _ctype(v), "index": i})
+            for axis, d in enumerate(v.shape if v.is_tensor else ()):
                 where = c_string(f"input '{v.name}' axis {axis}")
                 if isinstance(d, int):
                     self.steps.append({"kind": "check_dim", "pos": pos, "value": cexpr.lit(d), "where": where})
@@ -180,6 +223,7 @@ class CEmitter:
                     self.steps.append({"kind": "bind_dim", "pos": pos, "var": self.dim_var(d), "where": where})
                     self._dims_ready.add(d)
                 pos += 1
+        self._input_dims = pos
 
     def _require_dims(self, shape) -> None:
         for d in shape:
@@ -188,6 +232,13 @@ class CEmitter:
 
     def _require_dim(self, sym: str) -> None:
         if sym in self._dims_ready:
+            return
+        if sym in self.outer_ready:
+            # Known to the enclosing function: passed after the input shapes.
+            self.steps.append({"kind": "bind_dim", "pos": self._input_dims + len(self.outer_dims),
+                               "var": self.dim_var(sym), "where": c_string(f"dim {sym} of the enclosing graph")})
+            self.outer_dims.append(sym)
+            self._dims_ready.add(sym)
             return
         d: DimDef = self.g.dims.defs[sym]
         if d.kind != "expr":
@@ -204,35 +255,47 @@ class CEmitter:
         self._dims_ready.add(sym)
 
     # --- constants ------------------------------------------------------------
+    def _loc(self, v: Value) -> _Loc:
+        loc = self.locs.get(id(v))
+        return loc if loc is not None else self.unit.const_locs[id(v)]
+
     def _const_inputs(self) -> list[Value]:
         seen, out = set(), []
         for v in [x for n in self.g.nodes for x in n.inputs if x is not None] + list(self.g.outputs):
-            if v.const is not None and id(v) not in self.locs and id(v) not in seen:
+            if v.const is not None and id(v) not in self.unit.const_locs and id(v) not in seen:
                 seen.add(id(v))
                 out.append(v)
         return out
 
     def _place_const(self, v: Value) -> None:
-        if id(v) in self.locs:
+        if id(v) in self.unit.const_locs:
             return
         array = np.asarray(v.const, order="C")
         raw = array.tobytes()
+        weights = self.unit.weights
         if len(raw) > INLINE_CONST_BYTES:
-            pad = (-len(self.weights)) % WEIGHT_ALIGN
-            self.weights.extend(b"\0" * pad)
-            offset = len(self.weights)
-            self.weights.extend(raw)
-            self.locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset, ctype=v.dtype.c_type)
+            pad = (-len(weights)) % WEIGHT_ALIGN
+            weights.extend(b"\0" * pad)
+            offset = len(weights)
+            weights.extend(raw)
+            self.unit.const_locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset,
+                                               ctype=v.dtype.c_type)
         else:
             var = self.mangle(v.name, "c_")
-            self.locs[id(v)] = _Loc(var, "inline")
-            self.consts.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
+            self.unit.const_locs[id(v)] = _Loc(var, "inline")
+            self.unit.consts.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
                                 "literals": c_literals(array, v.dtype) or ["0"],
                                 "comment": comment(f"{v.name}: {v.type_str()}")})
 
     # --- nodes ----------------------------------------------------------------
     def _tensor_ref(self, name: str, v: Value) -> TensorRef:
+        if not v.is_tensor:  # a container: its elements' dims live in it at run time
+            return TensorRef(name, v.dtype, v.shape, [], None, v.kind)
         return TensorRef(name, v.dtype, tuple(v.shape), [self.dim(d) for d in v.shape], v.const)
+
+    def _require_value_dims(self, v: Value) -> None:
+        if v.is_tensor:
+            self._require_dims(v.shape)
 
     def _emit_node(self, index: int, node: Node) -> None:
         params = Mangler(RESERVED)
@@ -243,25 +306,31 @@ class CEmitter:
         data_syms = [s for s in _output_syms(node) if self.g.dims.defs[s].kind == "data"
                      and s not in self._dims_ready]
         data_params = [f"out_{self.dim_var(s)}" for s in data_syms]  # see KernelContext.data_dim_ptr
+        captures = [(self._tensor_ref(params(v.name, "cap_"), v), v) for v in captured_values(node)]
+        for v in node.inputs:
+            if v is not None:
+                self._require_value_dims(v)
+        for _, v in captures:
+            self._require_value_dims(v)
         k = KernelContext(node, inputs, outputs, self.dim, data_params)
+        k.captures = {id(v): t for t, v in captures}
+        k.emit_body = lambda attr: self._emit_body(node, attr, k)
         try:
             kernel: Kernel = node.impl.lower(node, k)
         except OnnxcError:
             raise
         except NotImplementedError as e:
             raise UnsupportedError(f"{node.label}: {e}") from e
-        fname = self.mangle(node.name or node.op_type, f"node{index}_{node.op_type}_")
+        fname = self.mangle(node.name or node.op_type, f"{self.scope}node{index}_{node.op_type}_")
         label = comment(f"{node.domain + '::' if node.domain else ''}{node.op_type} '{node.name}'")
         types = comment(", ".join(v.type_str() if v is not None else "_" for v in node.inputs)
                         + " -> " + ", ".join(v.type_str() for v in node.outputs))
 
-        for v in node.inputs:
-            if v is not None:
-                self._require_dims(v.shape)
         self._require_dims(node.dim_checks)  # equalities the op's inference assumed
-        tensor_args = [(t, v) for t, v in zip(inputs, node.inputs) if t is not None]
+        tensor_args = [(t, v) for t, v in zip(inputs, node.inputs) if t is not None] + captures
+        self_alloc = node.impl.allocates_outputs
 
-        if data_syms:
+        if data_syms and not self_alloc:
             if kernel.shape_template is None:
                 raise OnnxcError(f"internal: {node.label} has data-dependent dims but no shape template")
             body = render(kernel.shape_template, _common(k) | kernel.shape_data)
@@ -270,17 +339,25 @@ class CEmitter:
             fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
                 + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
                 + [f"int64_t *restrict {p}" for p in data_params]
-            self.functions.append({"name": fname + "_shape", "comment": label + " (output shape)",
+            self.unit.functions.append({"kind": "node", "name": fname + "_shape", "comment": label + " (output shape)",
                                    "types": types, "params": fparams, "body": body})
             for s in data_syms:
                 self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
-            args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in used] \
+            args = ["ctx"] + dims + [self._loc(v).var for _, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
             self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label})
             self._dims_ready.update(data_syms)
 
+        if self_alloc:
+            # The kernel allocates its outputs (control flow): it gets where to store the
+            # pointers and the dims it computes.
+            for s in data_syms:
+                self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
+            self._dims_ready.update(data_syms)
         for v in node.outputs:
-            self._require_dims(v.shape)
+            if self_alloc:
+                break
+            self._require_value_dims(v)
             loc = self.locs[id(v)]
             if loc.kind in ("heap", "output"):
                 self.steps.append({"kind": "alloc", "var": loc.var, "ctype": v.dtype.c_type,
@@ -291,8 +368,8 @@ class CEmitter:
                                    "offset": loc.offset})
 
         for helper in kernel.helpers:
-            if helper not in self.helpers:
-                self.helpers.append(helper)
+            if helper not in self.unit.helpers:
+                self.unit.helpers.append(helper)
         scratch = [(params(name, "scratch_"), size) for name, size in kernel.scratch.items()]
         body = render(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]})
         dims = _used_dims(body)
@@ -300,11 +377,16 @@ class CEmitter:
         for t in outputs:
             if not re.search(rf"\b{t.name}\b", _code_only(body)):
                 body = f"    (void){t.name};\n" + body
+        if self_alloc:
+            out_params = [f"void **restrict {t.name}" for t in outputs] + [f"int64_t *restrict {p}" for p in data_params]
+            dims = [d for d in dims if f"out_{d}" not in data_params]
+        else:
+            out_params = [f"{t.ctype} *restrict {t.name}" for t in outputs]
         fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
             + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
-            + [f"{t.ctype} *restrict {t.name}" for t in outputs] \
-            + [f"void *restrict {s}" for s, _ in scratch]
-        self.functions.append({"name": fname, "comment": label, "types": types, "params": fparams, "body": body})
+            + out_params + [f"void *restrict {s}" for s, _ in scratch]
+        self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
+                                    "params": fparams, "body": body})
         scratch_vars, heap_scratch, offset = [], [], 0
         for s, size in scratch:
             var = f"{fname}_{s}"
@@ -317,18 +399,51 @@ class CEmitter:
                 heap_scratch.append(var)
                 self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
                                    "heap": True, "output": -1, "declare": True})
-        self.scratch_bytes = max(self.scratch_bytes, offset)
-        args = ["ctx"] + dims + [self.locs[id(v)].var for _, v in used] \
-            + [self.locs[id(v)].var for v in node.outputs] + scratch_vars
+        self.unit.scratch_bytes = max(self.unit.scratch_bytes, offset)
+        if self_alloc:
+            out_args = [f"&{self._slot(v)}" for v in node.outputs] + ["&" + self.dim_var(s) for s in data_syms]
+        else:
+            out_args = [self._loc(v).var for v in node.outputs]
+        args = ["ctx"] + dims + [self._loc(v).var for _, v in used] + out_args + scratch_vars
         self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label})
+        for v in node.outputs if self_alloc else ():
+            self._require_value_dims(v)
+            self.steps.append({"kind": "adopt", "var": self._loc(v).var, "ctype": _ctype(v),
+                               "slot": self._slot(v)})
         for var in heap_scratch:
-            self.steps.append({"kind": "free", "var": var})
+            self.steps.append({"kind": "free", "var": var, "free": "free"})
+
+    def _slot(self, v: Value) -> str:
+        """The ``void *`` that owns a heap or output value's memory."""
+        loc = self.locs[id(v)]
+        return self._output_var(loc.output_index) if loc.kind == "output" else f"{loc.var}_mem"
+
+    def _emit_body(self, node: Node, attr: str, k: KernelContext) -> dict[str, Any]:
+        """Emit ``node``'s body ``attr`` as a function; what the node's kernel needs to call it."""
+        body = node.subgraphs[attr]
+        caps = free_values(body)
+        name = self.mangle(f"{node.name or node.op_type}_{attr}", f"{self.scope}body_")
+        sub = CEmitter(body, self.opt, self.unit, entry_inputs=list(body.inputs) + caps,
+                       outer_ready=frozenset(self._dims_ready), is_body=True, scope=name + "_")
+        fn = sub.emit_function()
+        self.unit.functions.append({"kind": "body", "name": name, "run": fn,
+                                    "comment": comment(f"{attr} of {node.op_type} '{node.name}'")})
+        cap_refs = [k.captures[id(v)] for v in caps]
+        return {
+            "fn": name,
+            "captures": [t.name for t in cap_refs],
+            "capture_dims": [cexpr.lit(d) for t in cap_refs for d in t.dims],
+            "outer_dims": [self.dim_var(s) for s in sub.outer_dims],
+            "outputs": [{"rank": len(v.shape) if v.is_tensor else 0, "ctype": v.dtype.c_type,
+                         "itemsize": v.dtype.itemsize, "kind": v.kind, "free": _free_fn(v)}
+                        for v in body.outputs],
+        }
 
     # --- outputs --------------------------------------------------------------
     def _output_slots(self) -> dict[int, list[int]]:
         """Values computed by a node straight into an output buffer (first slot wins)."""
         slots: dict[int, list[int]] = {}
-        inputs = {id(v) for v in self.g.inputs}
+        inputs = {id(v) for v in self.entry_inputs}
         for i, v in enumerate(self.g.outputs):
             if v.const is None and id(v) not in inputs:
                 slots.setdefault(id(v), []).append(i)
@@ -338,13 +453,13 @@ class CEmitter:
         return f"out{i}"
 
     def _emit_output(self, i: int, v: Value) -> None:
-        self._require_dims(v.shape)
-        loc = self.locs[id(v)]
-        shape_pos = sum(len(o.shape) for o in self.g.outputs[:i])
-        dims = [cexpr.lit(self.dim(d)) for d in v.shape]
+        self._require_value_dims(v)
+        loc = self._loc(v)
+        shape_pos = sum(len(o.shape) for o in self.g.outputs[:i] if o.is_tensor)
+        dims = [cexpr.lit(self.dim(d)) for d in v.shape] if v.is_tensor else []
         if not (loc.kind == "output" and loc.output_index == i):
-            self.steps.append({"kind": "copy_output", "index": i, "src": loc.var,
-                               "bytes": self._nbytes_expr(v), "var": self._output_var(i)})
+            self.steps.append({"kind": "copy_output", "index": i, "src": loc.var, "seq": not v.is_tensor,
+                               "bytes": self._nbytes_expr(v) if v.is_tensor else "0", "var": self._output_var(i)})
         else:
             self.steps.append({"kind": "bind_output", "index": i, "var": loc.var, "out": self._output_var(i)})
         self.steps.append({"kind": "output_shape", "pos": shape_pos, "dims": dims})
@@ -359,12 +474,19 @@ class CEmitter:
     def _last_uses(self) -> dict[int, int]:
         last: dict[int, int] = {}
         for i, node in enumerate(self.g.nodes):
-            for v in node.inputs:
-                if v is not None:
-                    last[id(v)] = i
+            for v in reads(node):
+                last[id(v)] = i
         for v in self.g.outputs:
             last[id(v)] = len(self.g.nodes)
         return last
+
+
+def _ctype(v: Value) -> str:
+    return v.dtype.c_type if v.is_tensor else "onnxc_seq"
+
+
+def _free_fn(v: Value) -> str:
+    return "free" if v.is_tensor else "onnxc_seq_free"
 
 
 def _common(k: KernelContext) -> dict[str, Any]:
@@ -394,7 +516,7 @@ def _used_tensors(body: str, tensor_args: list) -> list:
 def _output_syms(node: Node) -> list[str]:
     seen: list[str] = []
     for v in node.outputs:
-        for d in v.shape:
+        for d in v.shape if v.is_tensor else ():
             if isinstance(d, str) and d not in seen:
                 seen.append(d)
     return seen

@@ -26,6 +26,7 @@ class TensorRef:
     shape: tuple               # IR dims
     dims: list[CExpr]          # C expressions (ints stay ints)
     value: Optional[np.ndarray] = None  # known constant value, if any
+    kind: str = "tensor"       # or a container: "sequence", "optional", "optional_sequence"
 
     @property
     def rank(self) -> int:
@@ -33,7 +34,7 @@ class TensorRef:
 
     @property
     def ctype(self) -> str:
-        return self.dtype.c_type
+        return self.dtype.c_type if self.kind == "tensor" else "onnxc_seq"
 
     @property
     def compute(self) -> str:
@@ -57,7 +58,11 @@ class TensorRef:
 
     def data(self) -> dict[str, Any]:
         """Plain template data."""
-        return {"name": self.name, "ctype": self.ctype, "compute": self.compute, "rank": self.rank,
+        if self.kind != "tensor":
+            return {"name": self.name, "ctype": self.ctype, "kind": self.kind, "elem_ctype": self.dtype.c_type,
+                    "itemsize": self.dtype.itemsize, "elem_rank": len(self.shape) if self.shape is not None else -1,
+                    "rank": 0, "dims": [], "numel": "0", "strides": []}
+        return {"name": self.name, "ctype": self.ctype, "kind": self.kind, "compute": self.compute, "rank": self.rank,
                 "dims": [cexpr.lit(d) for d in self.dims], "numel": cexpr.lit(self.numel),
                 "strides": [cexpr.lit(s) for s in self.strides]}
 
@@ -86,6 +91,10 @@ class KernelContext:
         self._dim = dim
         # C names of the pointer parameters through which a shape template sets data dims.
         self.data_dims = data_dims
+        # Control flow: enclosing-graph values the node's bodies read (id -> parameter), and
+        # the emitter's callback that emits a body as a function.
+        self.captures: dict[int, TensorRef] = {}
+        self.emit_body: Optional[Callable[[str], dict[str, Any]]] = None
 
     def dim(self, d) -> CExpr:
         return self._dim(d)
@@ -94,6 +103,17 @@ class KernelContext:
         """The ``int64_t *`` a shape template sets for this (C-rendered) dim, if the node computes it."""
         ptr = f"out_{dim}" if isinstance(dim, str) else None
         return ptr if ptr in self.data_dims else None
+
+    def body(self, attr: str) -> dict[str, Any]:
+        """Emit the body graph ``attr`` as a function taking its formal inputs, then the values
+        it captures; returns its name and what to pass it (plain data for templates)."""
+        return self.emit_body(attr)
+
+    def output_dims(self, i: int) -> list[dict[str, Any]]:
+        """For kernels that compute output shapes: each dim of output ``i`` as the pointer to
+        set (a dim computed by this node) or the C value it must equal."""
+        t = self.outputs[i]
+        return [{"ptr": self.data_dim_ptr(d), "value": cexpr.lit(d)} for d in t.dims]
 
     def input(self, i: int) -> TensorRef:
         t = self.inputs[i] if i < len(self.inputs) else None

@@ -67,6 +67,12 @@ class DimTable:
             self.defs[name] = DimDef("input", origin=origin)
         return name
 
+    def fresh_input(self, origin: str, hint: str = "v") -> str:
+        """A new symbol bound from an input shape (e.g. a loop state dim that may change)."""
+        name = self._fresh(hint)
+        self.defs[name] = DimDef("input", origin=origin)
+        return name
+
     def data(self, origin: str, hint: str = "r") -> str:
         """A new symbol whose value a node computes at run time."""
         name = self._fresh(hint)

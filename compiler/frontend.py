@@ -7,7 +7,8 @@ build values and nodes with typed attributes.
 from __future__ import annotations
 
 import os
-from typing import Union
+from collections import ChainMap
+from typing import Optional, Union
 
 import numpy as np
 import onnx
@@ -59,14 +60,24 @@ def opset_map(model: onnx.ModelProto) -> dict[str, int]:
 
 
 def check_supported(model: onnx.ModelProto, opsets: dict[str, int]) -> None:
-    """Raise one error that lists every (domain, op, opset) onnxc cannot compile."""
+    """Raise one error that lists every (domain, op, opset) onnxc cannot compile, bodies included."""
     missing: dict[tuple[str, str, int], list[str]] = {}
-    for i, node in enumerate(model.graph.node):
-        domain = "" if node.domain == "ai.onnx" else node.domain
-        opset = opsets.get(domain)
-        if opset is None or registry.lookup(domain, node.op_type, opset) is None:
-            key = (domain or "ai.onnx", node.op_type, opset if opset is not None else -1)
-            missing.setdefault(key, []).append(node.name or f"#{i}")
+
+    def scan(graph: onnx.GraphProto) -> None:
+        for i, node in enumerate(graph.node):
+            domain = "" if node.domain == "ai.onnx" else node.domain
+            opset = opsets.get(domain)
+            if opset is None or registry.lookup(domain, node.op_type, opset) is None:
+                key = (domain or "ai.onnx", node.op_type, opset if opset is not None else -1)
+                missing.setdefault(key, []).append(node.name or f"#{i}")
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    scan(a.g)
+                elif a.type == onnx.AttributeProto.GRAPHS:
+                    for g in a.graphs:
+                        scan(g)
+
+    scan(model.graph)
     if missing:
         lines = []
         for (domain, op, opset), names in sorted(missing.items()):
@@ -96,6 +107,38 @@ def _tensor_type(vi: onnx.ValueInfoProto, graph: Graph, where: str) -> tuple[dt.
     return dtype, tuple(shape)
 
 
+def _value_type(tp: onnx.TypeProto, graph: Graph, name: str, where: str) -> tuple[str, dt.DType, Optional[tuple]]:
+    """(kind, element type, shape) of a graph input or output: a tensor, a sequence of
+    tensors or an optional of either. Element dims of containers vary per element: they
+    are only described (symbols the compiled code never binds)."""
+    which = tp.WhichOneof("value")
+    if which == "tensor_type":
+        vi = onnx.helper.make_value_info(name, tp)
+        dtype, shape = _tensor_type(vi, graph, where)
+        return "tensor", dtype, shape
+    if which == "sequence_type":
+        elem = tp.sequence_type.elem_type
+        if elem.WhichOneof("value") != "tensor_type":
+            raise UnsupportedError(f"{where} {name!r}: only sequences of tensors are supported")
+        return ("sequence",) + _element_type(elem.tensor_type, graph, name)
+    if which == "optional_type":
+        kind, dtype, shape = _value_type(tp.optional_type.elem_type, graph, name, where)
+        if kind not in ("tensor", "sequence"):
+            raise UnsupportedError(f"{where} {name!r}: nested optional types are not supported")
+        if kind == "tensor":
+            dtype, shape = _element_type(tp.optional_type.elem_type.tensor_type, graph, name)
+        return ("optional" if kind == "tensor" else "optional_sequence"), dtype, shape
+    raise UnsupportedError(f"{where} {name!r}: {which or 'untyped'} values are not supported")
+
+
+def _element_type(tt, graph: Graph, name: str) -> tuple[dt.DType, Optional[tuple]]:
+    dtype = dt.from_onnx(tt.elem_type)
+    if not tt.HasField("shape"):
+        return dtype, None
+    return dtype, tuple(int(d.dim_value) if d.HasField("dim_value") else graph.dims.data(f"{name} element", "e")
+                        for d in tt.shape.dim)
+
+
 def build_graph(model: onnx.ModelProto) -> Graph:
     opsets = opset_map(model)
     check_supported(model, opsets)
@@ -109,29 +152,46 @@ def build_graph(model: onnx.ModelProto) -> Graph:
         custom_metadata_map={p.key: p.value for p in model.metadata_props},
     )
     by_name: dict[str, Value] = {}
+    _add_initializers(graph, g, by_name)
 
+    for vi in g.input:
+        if vi.name in by_name:
+            continue  # an initializer listed as input (IR < 4 style): treated as constant
+        kind, dtype, shape = _value_type(vi.type, graph, vi.name, "input")
+        v = graph.new_value(vi.name, dtype, shape)
+        v.kind = kind
+        graph.inputs.append(v)
+        by_name[vi.name] = v
+
+    _add_nodes(graph, g, by_name)
+
+    for vi in g.output:
+        if vi.name not in by_name:
+            raise ModelError(f"graph output {vi.name!r} is not produced by any node")
+        graph.outputs.append(by_name[vi.name])
+        graph.output_names.append(vi.name)
+        if vi.type.WhichOneof("value") not in ("tensor_type", "sequence_type", "optional_type"):
+            raise UnsupportedError(f"output {vi.name!r}: only tensors, sequences and optionals are supported")
+    return graph
+
+
+def _add_initializers(graph: Graph, g: onnx.GraphProto, by_name) -> None:
     for init in g.initializer:
         try:
             array = numpy_helper.to_array(init)
         except Exception as e:
             raise ModelError(f"initializer {init.name!r} cannot be read: {e}") from e
-        dt.from_onnx(init.data_type)
         v = graph.new_value(init.name, dt.from_onnx(init.data_type), tuple(array.shape), np.asarray(array, order="C"))
         by_name[init.name] = v
     if g.sparse_initializer:
         raise UnsupportedError("sparse initializers are not supported")
 
-    for vi in g.input:
-        if vi.name in by_name:
-            continue  # an initializer listed as input (IR < 4 style): treated as constant
-        dtype, shape = _tensor_type(vi, graph, "input")
-        v = graph.new_value(vi.name, dtype, shape)
-        graph.inputs.append(v)
-        by_name[vi.name] = v
 
+def _add_nodes(graph: Graph, g: onnx.GraphProto, by_name) -> None:
+    """Nodes of ``g`` in order; ``by_name`` also sees the enclosing graphs' values."""
     for i, proto in enumerate(g.node):
         domain = "" if proto.domain == "ai.onnx" else proto.domain
-        opset = opsets[domain]
+        opset = graph.opsets[domain]
         label = f"{proto.op_type} node {proto.name!r}" if proto.name else f"{proto.op_type} node #{i}"
         inputs = []
         for name in proto.input:
@@ -141,30 +201,60 @@ def build_graph(model: onnx.ModelProto) -> Graph:
             if name not in by_name:
                 raise ModelError(f"{label}: input {name!r} is not produced by any earlier node or graph input")
             inputs.append(by_name[name])
+        schema = registry.schema_for(proto.op_type, opset, domain)
+        attrs = registry.typed_attributes(proto, schema, label)
+        subgraphs = {}
+        for a in proto.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                subgraphs[a.name] = _build_body(graph, a.g, by_name, f"{label} attribute {a.name!r}")
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                raise UnsupportedError(f"{label}: graph-list attribute {a.name!r} is not supported")
         outputs = []
         for name in proto.output:
-            if name in by_name:
+            local = by_name.maps[0] if isinstance(by_name, ChainMap) else by_name
+            if name in local:
                 raise ModelError(f"{label}: output {name!r} is already defined")
             v = graph.new_value(name or f"{proto.op_type}_unused{i}")
             if name:
                 by_name[name] = v
             outputs.append(v)
-        schema = registry.schema_for(proto.op_type, opset, domain)
-        attrs = registry.typed_attributes(proto, schema, label)
         node = Node(proto.op_type, domain, proto.name, inputs, outputs, attrs, opset,
                     registry.lookup(domain, proto.op_type, opset),
-                    schema.since_version if schema is not None else opset)
+                    schema.since_version if schema is not None else opset, subgraphs=subgraphs)
         graph.add_node(node)
 
+
+def _build_body(outer: Graph, g: onnx.GraphProto, by_name, where: str) -> Graph:
+    """A control-flow body: its own inputs and nodes; names of enclosing graphs stay visible.
+
+    Its formal inputs keep the types the model declares (if any); the op that owns
+    the body completes them during shape inference.
+    """
+    body = Graph(g.name or "body")
+    body.opsets = outer.opsets
+    body.dims = outer.dims           # one symbol table: bodies use the enclosing dims
+    body._names = outer._names       # one namespace: C names stay unique and readable
+    scope = ChainMap({}, by_name)
+    _add_initializers(body, g, scope)
+    for vi in g.input:
+        dtype, kind = None, "tensor"
+        which = vi.type.WhichOneof("value")
+        if which == "tensor_type":
+            if vi.type.tensor_type.elem_type:
+                dtype = dt.from_onnx(vi.type.tensor_type.elem_type)
+        elif which is not None:
+            kind, dtype, _ = _value_type(vi.type, outer, vi.name, f"{where} input")
+        v = body.new_value(vi.name, dtype, None)
+        v.kind = kind
+        body.inputs.append(v)
+        scope[vi.name] = v
+    _add_nodes(body, g, scope)
     for vi in g.output:
-        if vi.name not in by_name:
-            raise ModelError(f"graph output {vi.name!r} is not produced by any node")
-        graph.outputs.append(by_name[vi.name])
-        graph.output_names.append(vi.name)
-        declared = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
-        if declared is None:
-            raise UnsupportedError(f"output {vi.name!r}: only tensor outputs are supported")
-    return graph
+        if vi.name not in scope:
+            raise ModelError(f"{where}: output {vi.name!r} is not produced by any node")
+        body.outputs.append(scope[vi.name])
+        body.output_names.append(vi.name)
+    return body
 
 
 def import_model(source: ModelSource) -> tuple[onnx.ModelProto, Graph]:

@@ -30,6 +30,13 @@ class Value:
     # For small int64 tensors that hold dims (e.g. the output of Shape on a symbolic
     # tensor): the elements as dims, so shape arithmetic stays symbolic.
     sym_value: Optional[tuple] = None
+    # "tensor", or a container: "sequence" (of tensors of ``dtype``; ``shape`` then describes
+    # the elements), "optional" (a tensor or nothing), "optional_sequence".
+    kind: str = "tensor"
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
 
     @property
     def rank(self) -> int:
@@ -46,7 +53,8 @@ class Value:
 
     def type_str(self) -> str:
         dims = ",".join(str(d) for d in self.shape) if self.shape is not None else "?"
-        return f"{self.dtype}[{dims}]"
+        text = f"{self.dtype}[{dims}]"
+        return text if self.kind == "tensor" else f"{self.kind}<{text}>"
 
 
 @dataclass(eq=False)
@@ -61,6 +69,11 @@ class Node:
     impl: "OpDef" = field(repr=False, default=None)
     version: int = 0                 # since_version of the schema in effect
     dim_checks: list = field(default_factory=list)  # symbols to verify at run time before the node runs
+    # Control flow: attribute name -> body graph (If's branches, Loop's and Scan's body). A body
+    # reads values of enclosing graphs directly; see :func:`captured_values`.
+    subgraphs: dict[str, "Graph"] = field(default_factory=dict)
+    # Inference decisions an op keeps between passes (e.g. which Loop state dims vary).
+    memo: dict[str, Any] = field(default_factory=dict)
 
     def input(self, i: int) -> Optional[Value]:
         return self.inputs[i] if i < len(self.inputs) else None
@@ -130,12 +143,11 @@ class Graph:
         yield from self.outputs
 
     def consumers(self) -> dict[int, list[Node]]:
-        """id(value) -> nodes that read it (computed on demand; passes edit freely)."""
+        """id(value) -> nodes that read it, captures of bodies included (computed on demand)."""
         out: dict[int, list[Node]] = {}
         for n in self.nodes:
-            for v in n.inputs:
-                if v is not None:
-                    out.setdefault(id(v), []).append(n)
+            for v in reads(n):
+                out.setdefault(id(v), []).append(n)
         return out
 
     # --- edits ----------------------------------------------------------
@@ -143,17 +155,51 @@ class Graph:
         """Every reader of ``old`` reads ``new`` instead (graph outputs too)."""
         for n in self.nodes:
             n.inputs = [new if v is old else v for v in n.inputs]
+            for body in n.subgraphs.values():
+                body.replace_uses(old, new)
         self.outputs = [new if v is old else v for v in self.outputs]
 
     def remove_nodes(self, dead: set[int]) -> None:
         self.nodes = [n for n in self.nodes if id(n) not in dead]
 
-    def dump(self) -> str:
+    def dump(self, indent: str = "") -> str:
         """A compact text form used in pass tests and debugging."""
-        lines = [f"graph {self.name}(" + ", ".join(f"{v.name}: {v.type_str()}" for v in self.inputs) + ")"]
+        lines = [f"{indent}graph {self.name}(" + ", ".join(f"{v.name}: {v.type_str()}" for v in self.inputs) + ")"]
         for n in self.nodes:
             ins = ", ".join(v.name if v is not None else "_" for v in n.inputs)
             outs = ", ".join(f"{v.name}: {v.type_str()}" for v in n.outputs)
-            lines.append(f"  {outs} = {n.op_type}({ins})")
-        lines.append("  return " + ", ".join(v.name for v in self.outputs))
+            lines.append(f"{indent}  {outs} = {n.op_type}({ins})")
+            for attr, body in n.subgraphs.items():
+                lines.append(f"{indent}    {attr}:")
+                lines.append(body.dump(indent + "      "))
+        lines.append(f"{indent}  return " + ", ".join(v.name for v in self.outputs))
         return "\n".join(lines)
+
+
+def captured_values(node: Node) -> list[Value]:
+    """Values of enclosing graphs that ``node``'s bodies read (constants excluded), in order."""
+    out: dict[int, Value] = {}
+    for body in node.subgraphs.values():
+        for v in free_values(body):
+            out.setdefault(id(v), v)
+    return list(out.values())
+
+
+def free_values(graph: Graph) -> list[Value]:
+    defined = {id(v) for v in graph.inputs}
+    out: dict[int, Value] = {}
+    for n in graph.nodes:
+        for v in list(n.inputs) + captured_values(n):
+            if v is not None and v.const is None and id(v) not in defined:
+                out.setdefault(id(v), v)
+        defined.update(id(o) for o in n.outputs)
+    for v in graph.outputs:
+        if v.const is None and id(v) not in defined:
+            out.setdefault(id(v), v)
+    return list(out.values())
+
+
+def reads(node: Node) -> list[Value]:
+    """Everything a node reads: its inputs and, for control flow, its captures."""
+    out = [v for v in node.inputs if v is not None]
+    return out + captured_values(node) if node.subgraphs else out

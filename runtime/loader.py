@@ -13,7 +13,9 @@ import cffi
 import numpy as np
 
 from ..compiler import dtypes as dt
-from ..compiler.errors import ModelError, RuntimeFailure
+from ..compiler.errors import InvalidArgument, ModelError, RuntimeFailure
+
+SEQ_MAX_RANK = 8  # ONNXC_SEQ_MAX_RANK of the generated code
 
 _CDEF = """
 size_t {p}_context_size(void);
@@ -23,6 +25,16 @@ int {p}_run(void *ctx, const void *const *inputs, const int64_t *in_shapes, void
 void {p}_free(void *p);
 const char *{p}_error(const void *ctx);
 size_t {p}_arena_bytes(void);
+void {p}_seq_free(void *p);
+typedef struct {{
+    int64_t count;
+    int64_t cap;
+    int64_t none;
+    int64_t itemsize;
+    void **data;
+    int32_t *ranks;
+    int64_t *dims;
+}} onnxc_seq;
 """
 
 
@@ -58,7 +70,11 @@ class CompiledModel:
         self.outputs = self.manifest["outputs"]
         self._in_dtypes = [dt.by_name(i["dtype"]) for i in self.inputs]
         self._out_dtypes = [dt.by_name(o["dtype"]) for o in self.outputs]
-        self._out_ranks = [len(o["shape"]) for o in self.outputs]
+        self._in_kinds = [i.get("kind", "tensor") for i in self.inputs]
+        self._out_kinds = [o.get("kind", "tensor") for o in self.outputs]
+        self._out_ranks = [len(o["shape"]) if k == "tensor" else 0 for o, k in zip(self.outputs, self._out_kinds)]
+        if any(k != "tensor" for k in self._out_kinds):
+            self._fn["seq_free"] = getattr(self.lib, f"{prefix}_seq_free")
         self._pool: list[Any] = []
         self._lock = threading.Lock()
 
@@ -79,8 +95,52 @@ class CompiledModel:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
         return self.ffi.gc(ctx, self._fn["context_release"])
 
-    def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """Run on contiguous arrays already checked against the model's inputs."""
+    def _sequence(self, value: Any, kind: str, dtype: dt.DType, keep: list) -> Any:
+        """A caller's list (or optional value) as a read-only ``onnxc_seq`` for the model."""
+        ffi = self.ffi
+        seq = ffi.new("onnxc_seq *")
+        keep.append(seq)
+        if value is None:
+            seq.none = 1
+            return seq
+        items = [value] if kind == "optional" else list(value)
+        if any(a.ndim > SEQ_MAX_RANK for a in items):
+            raise InvalidArgument(f"sequence elements may have at most {SEQ_MAX_RANK} dims")
+        seq.count = seq.cap = len(items)
+        seq.itemsize = dtype.itemsize
+        data = ffi.new("void *[]", max(len(items), 1))
+        ranks = ffi.new("int32_t[]", [a.ndim for a in items] or [0])
+        dims = ffi.new("int64_t[]", [d for a in items for d in list(a.shape) + [0] * (SEQ_MAX_RANK - a.ndim)] or [0])
+        seq.ranks = ranks
+        keep += [data, dims, ranks]
+        for i, a in enumerate(items):
+            buf = ffi.from_buffer(a) if a.nbytes else ffi.NULL
+            keep.append(buf)
+            data[i] = buf
+        seq.data, seq.dims = data, dims
+        return seq
+
+    def _from_sequence(self, ptr: Any, kind: str, dtype: dt.DType) -> Any:
+        """Copies a sequence or optional output out of the model's memory, then frees it."""
+        ffi = self.ffi
+        seq = ffi.cast("onnxc_seq *", ptr)
+        try:
+            if seq.none:
+                return None
+            items = []
+            for i in range(seq.count):
+                shape = tuple(seq.dims[i * SEQ_MAX_RANK + d] for d in range(seq.ranks[i]))
+                n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                raw = bytes(ffi.buffer(seq.data[i], n)) if n else b""
+                items.append(np.frombuffer(raw, dtype=dtype.np).reshape(shape).copy())
+            if kind == "optional":
+                return items[0] if items else None
+            return items
+        finally:
+            self._fn["seq_free"](ptr)
+
+    def run(self, arrays: list[Any]) -> list[Any]:
+        """Run on contiguous arrays (lists for sequences) already checked against the inputs."""
         ffi = self.ffi
         with self._lock:
             ctx = self._pool.pop() if self._pool else None
@@ -88,12 +148,15 @@ class CompiledModel:
             ctx = self._new_context()
         try:
             in_ptrs = ffi.new("void *[]", max(len(arrays), 1))
-            keep = []
-            for i, a in enumerate(arrays):
+            keep: list[Any] = []
+            for i, (a, kind) in enumerate(zip(arrays, self._in_kinds)):
+                if kind != "tensor":
+                    in_ptrs[i] = self._sequence(a, kind, self._in_dtypes[i], keep)
+                    continue
                 buf = ffi.from_buffer(a) if a.nbytes else ffi.NULL
                 keep.append(buf)
                 in_ptrs[i] = buf
-            dims = [d for a in arrays for d in a.shape]
+            dims = [d for a, kind in zip(arrays, self._in_kinds) if kind == "tensor" for d in a.shape]
             in_shapes = ffi.new("int64_t[]", dims or [0])
             out_ptrs = ffi.new("void *[]", max(len(self.outputs), 1))
             out_shapes = ffi.new("int64_t[]", max(sum(self._out_ranks), 1))
@@ -104,6 +167,9 @@ class CompiledModel:
             results = []
             pos = 0
             for i, (dtype, rank) in enumerate(zip(self._out_dtypes, self._out_ranks)):
+                if self._out_kinds[i] != "tensor":
+                    results.append(self._from_sequence(out_ptrs[i], self._out_kinds[i], dtype))
+                    continue
                 shape = tuple(out_shapes[pos + j] for j in range(rank))
                 pos += rank
                 nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize

@@ -72,10 +72,8 @@ class InferenceSession:
         self._model = CompiledModel(folder)
         self._folder = folder
         m = self._model.manifest
-        self._inputs = [NodeArg(i["name"], dt.by_name(i["dtype"]).type_string, list(i["shape"]))
-                        for i in m["inputs"]]
-        self._outputs = [NodeArg(o["name"], dt.by_name(o["dtype"]).type_string, list(o["shape"]))
-                         for o in m["outputs"]]
+        self._inputs = [_node_arg(i) for i in m["inputs"]]
+        self._outputs = [_node_arg(o) for o in m["outputs"]]
         self._input_index = {i.name: k for k, i in enumerate(self._inputs)}
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
 
@@ -147,15 +145,18 @@ class InferenceSession:
         for name in feed:
             if name not in self._input_index:
                 raise InvalidArgument(f"Invalid input name: {name}")
-        missing = [i.name for i in self._inputs if i.name not in feed]
+        missing = [i.name for i in self._inputs if i.name not in feed and not i.type.startswith("optional")]
         if missing:
             raise InvalidArgument(f"Required inputs ({missing}) are missing from input feed ({list(feed)}).")
         arrays: list[np.ndarray] = []
         bound: dict[str, tuple[int, str, int]] = {}
         for spec, info in zip(self._inputs, self._model.inputs):
-            value = feed[spec.name]
-            array = value if isinstance(value, np.ndarray) else np.asarray(value)
+            value = feed.get(spec.name)
             expected = dt.by_name(info["dtype"])
+            if info.get("kind", "tensor") != "tensor":
+                arrays.append(_container_feed(spec, info, value, expected))
+                continue
+            array = value if isinstance(value, np.ndarray) else np.asarray(value)
             if array.dtype != expected.np:
                 actual = _type_string(array.dtype)
                 raise InvalidArgument(f"Unexpected input data type. Actual: ({actual}) , expected: "
@@ -182,6 +183,41 @@ class InferenceSession:
                                       "or the model.")
             arrays.append(np.asarray(array, order="C"))
         return arrays
+
+
+_KIND_TYPE = {"sequence": "seq({})", "optional": "optional({})", "optional_sequence": "optional(seq({}))"}
+
+
+def _node_arg(info: dict) -> NodeArg:
+    text = dt.by_name(info["dtype"]).type_string
+    kind = info.get("kind", "tensor")
+    if kind != "tensor":
+        return NodeArg(info["name"], _KIND_TYPE[kind].format(text), None)
+    return NodeArg(info["name"], text, list(info["shape"]))
+
+
+def _container_feed(spec: NodeArg, info: dict, value: Any, expected: dt.DType) -> Any:
+    """A sequence input is a list of arrays; an optional one is None or its value."""
+    kind = info["kind"]
+    if value is None:
+        if kind.startswith("optional"):
+            return None
+        raise InvalidArgument(f"input {spec.name} is a sequence: give a list of arrays, not None")
+    items = [value] if kind == "optional" else value
+    if kind != "optional" and not isinstance(value, (list, tuple)):
+        raise InvalidArgument(f"input {spec.name} is {spec.type}: give a list of numpy arrays")
+    out = []
+    for a in items:
+        a = a if isinstance(a, np.ndarray) else np.asarray(a)
+        if a.dtype != expected.np:
+            raise InvalidArgument(f"Unexpected input data type for {spec.name}. Actual: ({_type_string(a.dtype)}) , "
+                                  f"expected: ({expected.type_string})")
+        out.append(np.asarray(a, order="C"))
+    if len({a.ndim for a in out}) > 1:
+        raise InvalidArgument(f"input {spec.name}: every tensor of a sequence must have the same rank")
+    if info.get("shape") is not None and out and out[0].ndim != len(info["shape"]):
+        raise InvalidArgument(f"Invalid rank for input: {spec.name} Got: {out[0].ndim} Expected: {len(info['shape'])}")
+    return out[0] if kind == "optional" else out
 
 
 def _type_string(dtype: np.dtype) -> str:

@@ -176,7 +176,7 @@ def test_cli_compile_then_load_artifact_without_compiling(tmp_path):
     for name in ("model.c", "model.h", "libmodel.so", "weights.bin", "manifest.json"):
         assert (out / name).exists(), name
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["inputs"] == [{"name": "x", "dtype": "float", "shape": ["batch", 8]}]
+    assert manifest["inputs"] == [{"name": "x", "dtype": "float", "shape": ["batch", 8], "kind": "tensor"}]
     source = (out / "model.c").read_text()
     assert "Command: onnxc compile" in source.splitlines()[1]
     assert "/* Add 'add'" in source and "/* Relu 'relu'" in source

@@ -11,4 +11,10 @@ class Identity(Copy):
 
     def infer(self, node, ctx):
         x = ctx.inp(0)
-        return [(x.dtype, x.shape)]
+        return [(x.dtype, x.shape, x.kind)]
+
+    def inline(self, node):
+        x = node.inputs[0] if node.inputs else None
+        if x is not None and not x.is_tensor:
+            return [], [x]  # a sequence or optional: readers use it directly (nothing edits it)
+        return None

@@ -119,12 +119,20 @@ class OpDef:
     domain: ClassVar[str] = ""
     # Whether constant inputs give a constant output (so the node may be folded).
     foldable: ClassVar[bool] = True
+    # Control flow: the kernel allocates its outputs itself (their size is known only once it
+    # ran) and reports the dims it computed.
+    allocates_outputs: ClassVar[bool] = False
 
     def infer(self, node: "Node", ctx: InferContext) -> list[tuple["DType", "Shape"]]:
         raise NotImplementedError(f"{type(self).__name__} has no shape inference")
 
     def lower(self, node: "Node", k: "KernelContext") -> "Kernel":
         raise NotImplementedError(f"{type(self).__name__} has no lowering")
+
+    def inline(self, node: "Node") -> Optional[tuple[list["Node"], list["Value"]]]:
+        """Control flow known at compile time: the nodes to run instead and the values that
+        replace the outputs; None to keep the node."""
+        return None
 
     def dims_value(self, node: "Node", ctx: InferContext) -> Optional[np.ndarray]:
         """Ops that move or combine shape data (Gather, Concat, Add ...) compute their output's

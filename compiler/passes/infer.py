@@ -38,18 +38,21 @@ def infer_node(graph: Graph, node: Node) -> None:
     for out, res in zip(node.outputs, results):
         if res is None:
             continue
-        dtype, shape = res
+        dtype, shape = res[0], res[1]
+        kind = res[2] if len(res) > 2 else "tensor"   # containers say what they are
+        out.kind = kind
         if not isinstance(dtype, dt.DType):
             raise ShapeError(f"{node.label}: inference gave no element type for {out.name!r}")
-        for d in shape:
+        for d in shape or ():
             if isinstance(d, int) and d < 0:
                 raise ShapeError(f"{node.label}: output {out.name!r} would have negative dim {d}")
-        out.dtype, out.shape = dtype, tuple(shape)
+        out.dtype, out.shape = dtype, (tuple(shape) if shape is not None else None)
     node.dim_checks = list(dict.fromkeys(graph.dims.checks))
     for i, out in enumerate(node.outputs):
         out.sym_value = ctx.sym_values.get(i)
     first = node.outputs[0] if node.outputs else None
-    if first is not None and first.sym_value is None and first.dtype in (dt.INT64, dt.INT32) and first.static \
+    if first is not None and first.is_tensor and first.sym_value is None and first.dtype in (dt.INT64, dt.INT32) \
+            and first.static \
             and num_elements(first.shape) <= SHAPE_VALUE_MAX_ELEMENTS:
         values = node.impl.dims_value(node, ctx)
         if values is not None:
@@ -71,8 +74,21 @@ def fold_constants(graph: Graph) -> None:
 
 
 def _walk(graph: Graph, fold_all: bool) -> None:
-    for node in graph.nodes:
+    i = 0
+    while i < len(graph.nodes):
+        node = graph.nodes[i]
+        i += 1
         _require_typed_inputs(node)
+        inlined = node.impl.inline(node)
+        if inlined is not None:
+            # Control flow decided at compile time (an If on a constant): the node becomes the
+            # nodes it would run, which are typed next, in place.
+            nodes, results = inlined
+            i -= 1
+            graph.nodes[i:i + 1] = nodes
+            for out, result in zip(node.outputs, results):
+                graph.replace_uses(out, result)
+            continue
         infer_node(graph, node)
         if not node.impl.foldable or any(o.const is not None for o in node.outputs):
             continue
@@ -80,7 +96,7 @@ def _walk(graph: Graph, fold_all: bool) -> None:
             continue
         if all(v is None or v.const is not None for v in node.inputs) and all(
                 o.static and num_elements(o.shape) <= (FOLD_MAX_ELEMENTS if fold_all else SHAPE_VALUE_MAX_ELEMENTS)
-                and (fold_all or o.dtype.is_int) for o in node.outputs):
+                and (fold_all or o.dtype.is_int or o.dtype == dt.BOOL) for o in node.outputs):
             for out, array in zip(node.outputs, evaluate.run_node(node)):
                 _set_const(node, out, array)
     graph.nodes = [n for n in graph.nodes if not all(o.const is not None for o in n.outputs)]
@@ -115,5 +131,5 @@ def _set_const(node: Node, out, array: np.ndarray) -> None:
 
 def _require_typed_inputs(node: Node) -> None:
     for v in node.inputs:
-        if v is not None and (v.dtype is None or v.shape is None):
+        if v is not None and (v.dtype is None or (v.shape is None and v.is_tensor)):
             raise ModelError(f"{node.label}: input {v.name!r} has no type (is the graph topologically sorted?)")

@@ -26,9 +26,17 @@ def run_pipeline(graph: Graph, level: int = 99, check: bool = False,
     for name, fn, min_level in PIPELINE:
         if min_level > level or (disabled and name in disabled):
             continue
-        fn(graph)
+        _apply(fn, graph)
         if check:
             verify(graph)
         if trace is not None:
             trace(name, graph)
     return graph
+
+
+def _apply(fn: Pass, graph: Graph) -> None:
+    """A pass runs on a graph, then on the bodies of its control-flow nodes."""
+    fn(graph)
+    for node in graph.nodes:
+        for body in node.subgraphs.values():
+            _apply(fn, body)

@@ -2,7 +2,7 @@
 Reshape to the same shape, Cast to the same type."""
 from __future__ import annotations
 
-from ..ir import Graph, Node
+from ..ir import Graph, Node, reads
 
 
 def _forwards_input(node: Node, consumers: dict[int, list[Node]], graph_outputs: set[int]) -> bool:
@@ -43,5 +43,6 @@ def eliminate_dead_code(graph: Graph) -> None:
     for node in reversed(graph.nodes):
         if any(id(o) in live for o in node.outputs):
             kept.append(node)
-            live.update(id(v) for v in node.inputs if v is not None)
+            live.update(id(v) for v in reads(node))
     graph.nodes = kept[::-1]
+

@@ -10,8 +10,9 @@ class VerifyError(OnnxcError):
     pass
 
 
-def verify(graph: Graph) -> None:
-    defined: set[int] = {id(v) for v in graph.inputs}
+def verify(graph: Graph, outer: frozenset = frozenset()) -> None:
+    """Check ``graph`` (and its bodies); ``outer``: ids of values enclosing graphs define."""
+    defined: set[int] = {id(v) for v in graph.inputs} | set(outer)
     names: set[str] = set()
     for v in graph.inputs:
         _check_value(v, graph.dims)
@@ -31,6 +32,8 @@ def verify(graph: Graph) -> None:
                 raise VerifyError(f"{o.name!r} does not record {node.label} as its producer")
             defined.add(id(o))
             _check_value(o, graph.dims)
+        for body in node.subgraphs.values():
+            verify(body, frozenset(defined))
     for v in graph.values():
         if v.name in names:
             raise VerifyError(f"two values are named {v.name!r}")
@@ -43,9 +46,9 @@ def verify(graph: Graph) -> None:
 
 
 def _check_value(v, dims: DimTable) -> None:
-    if v.dtype is None or v.shape is None:
+    if v.dtype is None or (v.shape is None and v.is_tensor):
         raise VerifyError(f"{v.name!r} has no type")
-    for d in v.shape:
+    for d in v.shape or ():
         if isinstance(d, str) and d not in dims:
             raise VerifyError(f"{v.name!r} uses undefined symbol {d!r}")
         if isinstance(d, int) and d < 0:

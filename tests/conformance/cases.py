@@ -43,6 +43,18 @@ class Mismatch(AssertionError):
 
 
 def _compare(name: str, expected: Any, actual: Any, rtol: float, atol: float) -> None:
+    if expected is None or isinstance(expected, list):  # an empty optional, a sequence
+        if expected is None or actual is None:
+            if not (expected is None and actual is None):
+                raise Mismatch(f"{name}: {'an empty optional' if expected is None else 'a value'} expected, "
+                               f"got {'an empty optional' if actual is None else 'a value'}")
+            return
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            raise Mismatch(f"{name}: a sequence of {len(expected)} expected, got {type(actual).__name__} "
+                           f"{len(actual) if isinstance(actual, list) else ''}")
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            _compare(f"{name}[{i}]", _as_array(e), a, rtol, atol)
+        return
     if isinstance(expected, np.generic):
         expected = np.asarray(expected)
     if not isinstance(expected, np.ndarray):
@@ -93,7 +105,9 @@ def run_case(case: Any, workdir: str, opt: str = "-O3") -> None:
             value = _as_array(value)
             if isinstance(value, np.generic):
                 value = np.asarray(value)
-            if not isinstance(value, np.ndarray):
+            if isinstance(value, list):  # a sequence
+                value = [np.asarray(_as_array(v)) for v in value]
+            elif value is not None and not isinstance(value, np.ndarray):
                 raise onnxc.UnsupportedError(f"input {name!r} is a {type(value).__name__}, not a tensor")
             feed[name] = value
         results = sess.run(None, feed)
