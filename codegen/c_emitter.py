@@ -271,7 +271,7 @@ class CEmitter:
         if id(v) in self.unit.const_locs:
             return
         array = np.asarray(v.const, order="C")
-        raw = array.tobytes()
+        raw = array.tobytes() if v.dtype is not dt.STRING else b""  # strings: pointers, always inline
         weights = self.unit.weights
         if len(raw) > INLINE_CONST_BYTES:
             pad = (-len(weights)) % WEIGHT_ALIGN

@@ -6,10 +6,14 @@ import math
 import numpy as np
 
 from ..compiler import dtypes as dt
+from ..compiler.errors import UnsupportedError
+from .names import c_bytes
 
 
 def c_literal(x, dtype: dt.DType) -> str:
     """One element as a C constant expression of ``dtype``'s storage type."""
+    if dtype is dt.STRING:
+        return c_bytes(string_bytes(x))
     if dtype is dt.BFLOAT16:
         return str(int(np.asarray(x, dtype=dtype.np).view(np.uint16)))
     if dtype in dt.MINIFLOATS or dtype in dt.NARROW_INTS:
@@ -33,6 +37,14 @@ def c_literal(x, dtype: dt.DType) -> str:
     if dtype is dt.UINT32:
         return f"{v}u"
     return str(v)
+
+
+def string_bytes(x) -> bytes:
+    """A string element's bytes (numpy gives ``str`` or ``bytes``); NUL cannot be represented."""
+    data = x.encode("utf-8") if isinstance(x, str) else bytes(x)
+    if b"\0" in data:
+        raise UnsupportedError("strings with NUL bytes are not supported")
+    return data
 
 
 def c_literals(array: np.ndarray, dtype: dt.DType) -> list[str]:

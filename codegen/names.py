@@ -49,9 +49,14 @@ def comment(text: str) -> str:
     return "".join(out)
 
 
-def c_string(text: str, limit: int = 200) -> str:
+def c_string(text: str, limit: int | None = 200) -> str:
     """A C string literal (quotes included) whose bytes are the UTF-8 of ``text``."""
-    data = text.encode("utf-8")[:limit]
+    return c_bytes(text.encode("utf-8")[:limit])
+
+
+def c_bytes(data: bytes) -> str:
+    """A C string literal (quotes included) holding exactly ``data``: every byte that is not
+    plainly safe is an octal escape, so no content can end the literal or form a trigraph."""
     out = []
     for b in data:
         ch = chr(b)

@@ -69,6 +69,9 @@ UINT16 = _d("uint16", TensorProto.UINT16, np.uint16, "uint16_t", kind="uint")
 UINT32 = _d("uint32", TensorProto.UINT32, np.uint32, "uint32_t", kind="uint")
 UINT64 = _d("uint64", TensorProto.UINT64, np.uint64, "uint64_t", kind="uint")
 BOOL = _d("bool", TensorProto.BOOL, np.bool_, "uint8_t", kind="bool")
+# Strings: each element points at NUL-terminated UTF-8 bytes (a constant, the caller's input
+# or the run's string pool); numpy holds them in object arrays, as onnxruntime returns them.
+STRING = _d("string", TensorProto.STRING, object, "onnxc_string", kind="string")
 
 # Narrow floats: one byte per element (as in ml_dtypes arrays), arithmetic in float through
 # the conversion helpers of c/helpers/minifloat.c.j2. Stores saturate, as Cast does by default.
@@ -97,7 +100,7 @@ UINT2 = _d("uint2", TensorProto.UINT2, ml_dtypes.uint2, "uint8_t", "int32_t", "(
 NARROW_INTS = (INT4, UINT4, INT2, UINT2)
 
 ALL: tuple[DType, ...] = (FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT8, INT16, INT32, INT64,
-                          UINT8, UINT16, UINT32, UINT64, BOOL) + MINIFLOATS + NARROW_INTS
+                          UINT8, UINT16, UINT32, UINT64, BOOL, STRING) + MINIFLOATS + NARROW_INTS
 FLOATS = (FLOAT, DOUBLE, FLOAT16, BFLOAT16)
 SIGNED_INTS = (INT8, INT16, INT32, INT64)
 UNSIGNED_INTS = (UINT8, UINT16, UINT32, UINT64)
@@ -117,6 +120,8 @@ def from_onnx(code: int) -> DType:
 
 
 def from_numpy(dtype: np.dtype) -> DType:
+    if np.dtype(dtype).kind in "USO":
+        return STRING
     try:
         return _BY_NP[np.dtype(dtype)]
     except KeyError:

@@ -139,6 +139,33 @@ class CompiledModel:
         finally:
             self._fn["seq_free"](ptr)
 
+    def _strings_in(self, array: np.ndarray, keep: list) -> Any:
+        """A string tensor as an array of pointers to NUL-terminated UTF-8 copies."""
+        ffi = self.ffi
+        ptrs = ffi.new("char *[]", max(array.size, 1))
+        keep.append(ptrs)
+        for j, x in enumerate(array.reshape(-1)):
+            data = x.encode("utf-8") if isinstance(x, str) else bytes(x)
+            if b"\0" in data:
+                raise InvalidArgument("strings with NUL bytes are not supported")
+            buf = ffi.new("char[]", data)
+            keep.append(buf)
+            ptrs[j] = buf
+        return ptrs
+
+    def _strings_out(self, ptr: Any, shape: tuple) -> np.ndarray:
+        """A string output, copied out (its strings live in the model's memory until the next run)."""
+        ffi = self.ffi
+        try:
+            n = int(np.prod(shape, dtype=np.int64))
+            ptrs = ffi.cast("char **", ptr)
+            out = np.empty(n, dtype=object)
+            for j in range(n):
+                out[j] = ffi.string(ptrs[j]).decode("utf-8", errors="replace")
+            return out.reshape(shape)
+        finally:
+            self._fn["free"](ptr)
+
     def run(self, arrays: list[Any]) -> list[Any]:
         """Run on contiguous arrays (lists for sequences) already checked against the inputs."""
         ffi = self.ffi
@@ -152,6 +179,9 @@ class CompiledModel:
             for i, (a, kind) in enumerate(zip(arrays, self._in_kinds)):
                 if kind != "tensor":
                     in_ptrs[i] = self._sequence(a, kind, self._in_dtypes[i], keep)
+                    continue
+                if self._in_dtypes[i] is dt.STRING:
+                    in_ptrs[i] = self._strings_in(a, keep)
                     continue
                 buf = ffi.from_buffer(a) if a.nbytes else ffi.NULL
                 keep.append(buf)
@@ -172,6 +202,9 @@ class CompiledModel:
                     continue
                 shape = tuple(out_shapes[pos + j] for j in range(rank))
                 pos += rank
+                if dtype is dt.STRING:
+                    results.append(self._strings_out(out_ptrs[i], shape))
+                    continue
                 nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                 owned = ffi.gc(out_ptrs[i], self._fn["free"])
                 results.append(np.frombuffer(ffi.buffer(owned, nbytes), dtype=dtype.np).reshape(shape))

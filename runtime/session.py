@@ -157,6 +157,8 @@ class InferenceSession:
                 arrays.append(_container_feed(spec, info, value, expected))
                 continue
             array = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if expected is dt.STRING and array.dtype.kind in "USO":
+                array = array.astype(object)
             if array.dtype != expected.np:
                 actual = _type_string(array.dtype)
                 raise InvalidArgument(f"Unexpected input data type. Actual: ({actual}) , expected: "
