@@ -133,3 +133,29 @@ def test_label_encoder_opset4_nan_key_and_repeated_keys():
     m = make_model([node], [("x", TP.FLOAT, [4])], [("y", TP.INT64, [4])], extra_opsets={"ai.onnx.ml": 4})
     out = run_onnxc(m, {"x": np.array([1.0, np.nan, 2.0, 1.0], np.float32)})[0]
     assert out.tolist() == [30, 20, -7, 30]
+
+
+@pytest.mark.parametrize("src", [TP.FLOAT, TP.DOUBLE, TP.INT64, TP.INT8, TP.UINT32, TP.BOOL])
+def test_cast_numbers_to_strings(src):
+    values = {TP.FLOAT: np.array([0.1, -2.5, 1e20, np.nan, -np.inf, 3], np.float32),
+              TP.DOUBLE: np.array([0.1, -2.5, 1e-300, np.nan, np.inf, 1 / 3], np.float64),
+              TP.INT64: np.array([0, -5, 2**62, -2**63, 7, 1], np.int64),
+              TP.INT8: np.array([0, -128, 127, 5, -1, 3], np.int8),
+              TP.UINT32: np.array([0, 2**32 - 1, 5, 6, 7, 8], np.uint32),
+              TP.BOOL: np.array([True, False, True, True, False, False])}[src]
+    m = make_model([helper.make_node("Cast", ["x"], ["y"], to=TP.STRING)], [("x", src, [6])], [("y", TP.STRING, [6])])
+    check(m, {"x": values})
+
+
+@pytest.mark.parametrize("dst", [TP.FLOAT, TP.DOUBLE, TP.INT64, TP.INT32, TP.UINT8])
+def test_cast_strings_to_numbers(dst):
+    x = np.array(["1.5", "-3", "1e3", "42", "0", "7.25"], dtype=object)
+    if dst in (TP.INT64, TP.INT32, TP.UINT8):
+        x = np.array(["1", "-3", "100", "42", "0", "7"], dtype=object)
+        if dst == TP.UINT8:
+            x[1] = "3"
+    m = make_model([helper.make_node("Cast", ["x"], ["y"], to=dst)], [("x", TP.STRING, [6])], [("y", dst, [6])])
+    expected = run_ort(m, {"x": x})[0]
+    actual = run_onnxc(m, {"x": x})[0]
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(actual, expected)

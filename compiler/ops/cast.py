@@ -26,6 +26,8 @@ def cast_kernel(k: KernelContext) -> Kernel:
     """Elementwise conversion of input 0 to the output's type (``saturate`` and ``round_mode``
     apply to the narrow float types)."""
     x, y = k.input(0), k.out
+    if (x.dtype is dt.STRING) != (y.dtype is dt.STRING):
+        return _string_cast(k, x, y)
     saturate = int(k.attrs.get("saturate", 1))
     if y.dtype is dt.FLOAT8E8M0:
         mode = _ROUND_MODES[k.attrs.get("round_mode", "up")]
@@ -36,6 +38,30 @@ def cast_kernel(k: KernelContext) -> Kernel:
     kernel = elementwise_kernel(k, [x], lambda v: convert(v[0], x.dtype, y.dtype), out=y)
     if x.dtype.is_float and y.dtype.is_int:
         kernel.helpers.append(CAST_HELPERS)
+    return kernel
+
+
+def _string_cast(k: KernelContext, x, y) -> Kernel:
+    """Numbers to strings as onnxruntime spells them; strings parsed with strtod/strtoll."""
+    if y.dtype is dt.STRING:
+        src = x.dtype
+        if src.is_float or src in dt.MINIFLOATS:
+            digits = 8  # onnxruntime prints every float type with 8 significant digits
+            fn = lambda v: f"onnxc_float_to_str(ctx, (double){v[0]}, {digits})"  # noqa: E731
+        elif src.kind == "uint" or src is dt.BOOL:
+            fn = lambda v: f"onnxc_uint_to_str(ctx, (uint64_t){v[0]})"  # noqa: E731
+        else:
+            fn = lambda v: f"onnxc_int_to_str(ctx, (int64_t){v[0]})"  # noqa: E731
+    else:
+        dst = y.dtype
+        if dst.kind == "uint":
+            fn = lambda v: convert(f"onnxc_str_to_uint({v[0]})", dt.UINT64, dst)  # noqa: E731
+        elif dst.kind == "int":
+            fn = lambda v: convert(f"onnxc_str_to_int({v[0]})", dt.INT64, dst)  # noqa: E731
+        else:
+            fn = lambda v: convert(f"onnxc_str_to_double({v[0]})", dt.DOUBLE, dst)  # noqa: E731
+    kernel = elementwise_kernel(k, [x], fn)
+    kernel.helpers += ["c/helpers/strings.c.j2", "c/helpers/string_cast.c.j2"]
     return kernel
 
 
