@@ -26,7 +26,8 @@ class Mangler:
         key = (prefix, name)
         if key in self._given:
             return self._given[key]
-        base = prefix + re.sub(r"[^A-Za-z0-9_]", "_", name)[:_MAX_IDENT].rstrip("_")
+        body = re.sub(r"[^A-Za-z0-9_]", "_", name)[:_MAX_IDENT].rstrip("_")
+        base = prefix + (body or "x")  # a name with no usable characters still gets one
         ident, i = base, 1
         while ident in self._taken:
             i += 1

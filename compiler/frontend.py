@@ -59,17 +59,16 @@ def opset_map(model: onnx.ModelProto) -> dict[str, int]:
     return out
 
 
-def check_supported(model: onnx.ModelProto, opsets: dict[str, int]) -> None:
-    """Raise one error that lists every (domain, op, opset) onnxc cannot compile, bodies included."""
-    missing: dict[tuple[str, str, int], list[str]] = {}
+def op_inventory(model: onnx.ModelProto, opsets: dict[str, int]) -> dict[tuple[str, str, int], list[str]]:
+    """(domain, op, opset) -> names of the nodes using it, control-flow bodies included."""
+    used: dict[tuple[str, str, int], list[str]] = {}
 
     def scan(graph: onnx.GraphProto) -> None:
         for i, node in enumerate(graph.node):
             domain = "" if node.domain == "ai.onnx" else node.domain
             opset = opsets.get(domain)
-            if opset is None or registry.lookup(domain, node.op_type, opset) is None:
-                key = (domain or "ai.onnx", node.op_type, opset if opset is not None else -1)
-                missing.setdefault(key, []).append(node.name or f"#{i}")
+            used.setdefault((domain, node.op_type, opset if opset is not None else -1), []).append(
+                node.name or f"#{i}")
             for a in node.attribute:
                 if a.type == onnx.AttributeProto.GRAPH:
                     scan(a.g)
@@ -78,12 +77,22 @@ def check_supported(model: onnx.ModelProto, opsets: dict[str, int]) -> None:
                         scan(g)
 
     scan(model.graph)
+    return used
+
+
+def is_supported(domain: str, op: str, opset: int) -> bool:
+    return opset >= 0 and registry.lookup(domain, op, opset) is not None
+
+
+def check_supported(model: onnx.ModelProto, opsets: dict[str, int]) -> None:
+    """Raise one error that lists every (domain, op, opset) onnxc cannot compile, bodies included."""
+    missing = {key: names for key, names in op_inventory(model, opsets).items() if not is_supported(*key)}
     if missing:
         lines = []
         for (domain, op, opset), names in sorted(missing.items()):
             shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             version = f"opset {opset}" if opset >= 0 else "no opset imported"
-            lines.append(f"  {domain}::{op} ({version}): nodes {shown}")
+            lines.append(f"  {domain or 'ai.onnx'}::{op} ({version}): nodes {shown}")
         raise UnsupportedError("the model uses operators onnxc does not support:\n" + "\n".join(lines))
 
 
@@ -96,11 +105,9 @@ def _tensor_type(vi: onnx.ValueInfoProto, graph: Graph, where: str) -> tuple[dt.
         raise UnsupportedError(f"{where} {vi.name!r} has no shape (unknown rank)")
     shape = []
     for axis, d in enumerate(tt.tensor_type.shape.dim):
-        if d.HasField("dim_value"):
-            if d.dim_value < 0:
-                raise ModelError(f"{where} {vi.name!r} has a negative dim {d.dim_value}")
+        if d.HasField("dim_value") and d.dim_value >= 0:
             shape.append(int(d.dim_value))
-        elif d.dim_param:
+        elif d.dim_param and d.dim_param.strip("?") and not d.dim_param.lstrip("-").isdigit():
             shape.append(graph.dims.declare_input(d.dim_param, f"{vi.name}[{axis}]"))
         else:
             shape.append(graph.dims.declare_input(f"{vi.name}_dim{axis}", f"{vi.name}[{axis}]"))

@@ -56,8 +56,61 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_info(path: str) -> int:
+    """Every op a model uses (bodies included), with node counts and whether onnxc supports it."""
+    import onnx
+
+    from .compiler.errors import ModelError
+    from .compiler.frontend import is_supported, op_inventory, opset_map
+    try:  # no checker: a model with operators nobody registered is exactly what this reports on
+        model = onnx.load(path, load_external_data=True)
+    except Exception as e:
+        raise ModelError(f"cannot load {path}: {e}") from e
+    opsets = opset_map(model)
+    print(f"model: {path}")
+    print(f"producer: {model.producer_name} {model.producer_version}".rstrip())
+    print("opsets: " + ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in sorted(opsets.items())))
+    for what, values in (("input", model.graph.input), ("output", model.graph.output)):
+        inits = {i.name for i in model.graph.initializer}
+        for vi in values:
+            if vi.name not in inits:
+                print(f"{what}: {vi.name!r} {_type_text(vi.type)}")
+    inventory = op_inventory(model, opsets)
+    missing = [key for key in inventory if not is_supported(*key)]
+    print(f"operators: {len(inventory)} kinds, {sum(len(v) for v in inventory.values())} nodes")
+    for key in sorted(inventory):
+        domain, op, opset = key
+        mark = "ok" if key not in missing else "NOT SUPPORTED"
+        print(f"  {domain or 'ai.onnx'}::{op} (opset {opset}): {len(inventory[key])} node(s)  {mark}")
+    if missing:
+        print(f"{len(missing)} operator(s) not supported: " + ", ".join(
+            f"{d or 'ai.onnx'}::{o}" for d, o, _ in sorted(missing)))
+        return 2
+    print("every operator is supported")
+    return 0
+
+
+def _type_text(tp) -> str:
+    which = tp.WhichOneof("value")
+    if which == "tensor_type":
+        from onnx import TensorProto
+        elem = TensorProto.DataType.Name(tp.tensor_type.elem_type).lower()
+        if not tp.tensor_type.HasField("shape"):
+            return f"{elem}[?]"
+        dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tp.tensor_type.shape.dim]
+        return f"{elem}[{', '.join(dims)}]"
+    if which == "sequence_type":
+        return f"seq({_type_text(tp.sequence_type.elem_type)})"
+    if which == "optional_type":
+        return f"optional({_type_text(tp.optional_type.elem_type)})"
+    return which or "?"
+
+
 def _info(args: argparse.Namespace) -> int:
+    import os
     from .runtime.loader import read_manifest
+    if not os.path.isdir(args.artifact):
+        return _model_info(args.artifact)
     manifest = read_manifest(args.artifact)
     print(json.dumps({k: manifest[k] for k in ("onnxc_version", "inputs", "outputs", "arena_bytes",
                                                 "functions", "toolchain")}, indent=2))
@@ -94,8 +147,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--input", action="append", help="NAME=file.npy")
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("info", help="show an artifact's manifest")
-    p.add_argument("artifact")
+    p = sub.add_parser("info", help="a model's operators (and which are unsupported) or an artifact's manifest")
+    p.add_argument("artifact", help="a .onnx model or an artifact folder")
     p.set_defaults(func=_info)
 
     p = sub.add_parser("ops", help="list supported operators")

@@ -99,3 +99,20 @@ def test_comment_and_literal_escaping():
         inner = lit[1:-1]
         assert lit.startswith('"') and lit.endswith('"') and '"' not in inner and "\n" not in inner
         assert "??" not in inner and inner.isascii()
+
+
+def test_odd_dim_names_and_negative_dims_are_unknown_dims():
+    """'?', names with no usable characters and -1 (as some exporters write) each mean one
+    unknown dim of their own, as onnxruntime reads them."""
+    x = helper.make_tensor_value_info("x", T.FLOAT, ["?", "批次", 3, "?"])
+    x.type.tensor_type.shape.dim[2].dim_value = -1
+    y = helper.make_tensor_value_info("y", T.FLOAT, None)
+    y.type.tensor_type.shape.SetInParent()
+    for _ in range(4):
+        y.type.tensor_type.shape.dim.add()
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    data = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": data})[0], np.maximum(data, 0))
