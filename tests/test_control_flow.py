@@ -159,3 +159,18 @@ def test_info_lists_ops_inside_bodies():
               [vi("c", TP.BOOL, []), vi("x", TP.FLOAT, [3])], [vi("o", TP.FLOAT, [3])])
     with pytest.raises(onnxc.UnsupportedError, match="NoSuchOp"):
         check_supported(m, opset_map(m))
+
+
+def test_cli_info_on_a_model_marks_unsupported_ops(tmp_path, capsys):
+    from onnxc.cli import main
+    m = loop_model()
+    m.graph.node[0].attribute[0].g.node.append(helper.make_node("NoSuchOp", ["x"], ["unused"]))
+    path = tmp_path / "m.onnx"
+    path.write_bytes(m.SerializeToString())
+    assert main(["info", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "ai.onnx::Loop (opset 17): 1 node(s)  ok" in out
+    assert "ai.onnx::NoSuchOp (opset 17): 1 node(s)  NOT SUPPORTED" in out
+    path.write_bytes(loop_model().SerializeToString())
+    assert main(["info", str(path)]) == 0
+    assert "every operator is supported" in capsys.readouterr().out
