@@ -200,6 +200,10 @@ class CEmitter:
 
     def _io_info(self, v: Value, name: str) -> dict[str, Any]:
         """Dims as users see them: ints, the model's symbol names, None for derived dims."""
+        if v.kind == "map_sequence":  # ZipMap: [N, C] values, keys from its labels
+            keys = v.producer.impl.keys(v.producer)
+            return {"name": name, "dtype": v.dtype.name, "shape": [None, len(keys)], "kind": v.kind,
+                    "keys": keys, "key_type": "string" if keys and isinstance(keys[0], str) else "int64"}
         if not v.is_tensor:  # containers: element dims are not fixed
             shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
             return {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": v.kind}

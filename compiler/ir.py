@@ -31,12 +31,14 @@ class Value:
     # tensor): the elements as dims, so shape arithmetic stays symbolic.
     sym_value: Optional[tuple] = None
     # "tensor", or a container: "sequence" (of tensors of ``dtype``; ``shape`` then describes
-    # the elements), "optional" (a tensor or nothing), "optional_sequence".
+    # the elements), "optional" (a tensor or nothing), "optional_sequence"; or "map_sequence":
+    # ZipMap's sequence of maps, stored as its [N, C] values (the keys are ZipMap's labels).
     kind: str = "tensor"
 
     @property
     def is_tensor(self) -> bool:
-        return self.kind == "tensor"
+        """Stored as a plain tensor in generated code."""
+        return self.kind in ("tensor", "map_sequence")
 
     @property
     def rank(self) -> int:

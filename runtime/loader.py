@@ -72,8 +72,9 @@ class CompiledModel:
         self._out_dtypes = [dt.by_name(o["dtype"]) for o in self.outputs]
         self._in_kinds = [i.get("kind", "tensor") for i in self.inputs]
         self._out_kinds = [o.get("kind", "tensor") for o in self.outputs]
-        self._out_ranks = [len(o["shape"]) if k == "tensor" else 0 for o, k in zip(self.outputs, self._out_kinds)]
-        if any(k != "tensor" for k in self._out_kinds):
+        self._out_ranks = [len(o["shape"]) if k in ("tensor", "map_sequence") else 0
+                           for o, k in zip(self.outputs, self._out_kinds)]
+        if any(k not in ("tensor", "map_sequence") for k in self._out_kinds):
             self._fn["seq_free"] = getattr(self.lib, f"{prefix}_seq_free")
         self._pool: list[Any] = []
         self._lock = threading.Lock()
@@ -197,7 +198,7 @@ class CompiledModel:
             results = []
             pos = 0
             for i, (dtype, rank) in enumerate(zip(self._out_dtypes, self._out_ranks)):
-                if self._out_kinds[i] != "tensor":
+                if self._out_kinds[i] not in ("tensor", "map_sequence"):
                     results.append(self._from_sequence(out_ptrs[i], self._out_kinds[i], dtype))
                     continue
                 shape = tuple(out_shapes[pos + j] for j in range(rank))
@@ -208,6 +209,10 @@ class CompiledModel:
                 nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                 owned = ffi.gc(out_ptrs[i], self._fn["free"])
                 results.append(np.frombuffer(ffi.buffer(owned, nbytes), dtype=dtype.np).reshape(shape))
+                if self._out_kinds[i] == "map_sequence":  # ZipMap: one {label: score} per row,
+                    keys = self.outputs[i]["keys"]         # keys sorted as onnxruntime's maps are
+                    order = sorted(range(len(keys)), key=keys.__getitem__)
+                    results[-1] = [{keys[j]: row[j] for j in order} for row in results[-1].tolist()]
             return results
         finally:
             with self._lock:

@@ -193,6 +193,8 @@ _KIND_TYPE = {"sequence": "seq({})", "optional": "optional({})", "optional_seque
 def _node_arg(info: dict) -> NodeArg:
     text = dt.by_name(info["dtype"]).type_string
     kind = info.get("kind", "tensor")
+    if kind == "map_sequence":
+        return NodeArg(info["name"], f"seq(map({info['key_type']},tensor(float)))", [])
     if kind != "tensor":
         return NodeArg(info["name"], _KIND_TYPE[kind].format(text), None)
     return NodeArg(info["name"], text, list(info["shape"]))

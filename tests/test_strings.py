@@ -159,3 +159,24 @@ def test_cast_strings_to_numbers(dst):
     actual = run_onnxc(m, {"x": x})[0]
     assert actual.dtype == expected.dtype
     np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize("labels", [{"classlabels_int64s": [3, 1, 7]}, {"classlabels_strings": ["a", "b", "c"]}])
+def test_zip_map_gives_a_list_of_dicts(labels):
+    node = helper.make_node("ZipMap", ["x"], ["y"], domain="ai.onnx.ml", **labels)
+    key = TP.STRING if "classlabels_strings" in labels else TP.INT64
+    out_type = helper.make_sequence_type_proto(helper.make_map_type_proto(key, helper.make_tensor_type_proto(TP.FLOAT, [])))
+    graph = helper.make_graph([node], "z", [helper.make_tensor_value_info("x", TP.FLOAT, ["N", 3])],
+                              [helper.make_value_info("y", out_type)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)])
+    m.ir_version = 9
+    x = np.random.default_rng(0).random((4, 3), dtype=np.float32)
+    expected = run_ort(m, {"x": x})[0]
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    actual = sess.run(None, {"x": x})[0]
+    assert sess.get_outputs()[0].type == ("seq(map(string,tensor(float)))" if key == TP.STRING
+                                          else "seq(map(int64,tensor(float)))")
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert list(a) == list(e)
+        np.testing.assert_allclose(list(a.values()), list(e.values()), rtol=1e-6)

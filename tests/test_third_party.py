@@ -235,3 +235,29 @@ SKLEARN_CASES = ["scaler_pca_mlp_classifier", "scaler_logistic_regression", "ran
 def test_sklearn_pipeline(name):
     data, X = sklearn_model(name)
     check_model(data, [{"X": X[:n]} for n in BATCHES])
+
+
+@pytest.mark.parametrize("labels", ["int", "str"])
+def test_sklearn_classifier_with_zipmap(labels):
+    """skl2onnx's default classifier output: probabilities as a list of {label: probability}."""
+    pytest.importorskip("sklearn")
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+    X, y = make_classification(n_samples=200, n_features=6, n_informative=4, n_classes=3, random_state=1)
+    X = X.astype(np.float32)
+    if labels == "str":
+        y = np.array(["ant", "bee", "cow"])[y]
+    est = LogisticRegression(max_iter=500).fit(X, y)
+    data = skl2onnx.to_onnx(est, X[:1], target_opset={"": 18, "ai.onnx.ml": 3}).SerializeToString()
+    sess = onnxc.InferenceSession(data)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    for n in BATCHES:
+        got_labels, got_probs = sess.run(None, {"X": X[:n]})
+        want_labels, want_probs = ref.run(None, {"X": X[:n]})
+        assert got_labels.tolist() == want_labels.tolist()
+        assert [list(d) for d in got_probs] == [list(d) for d in want_probs]
+        np.testing.assert_allclose([list(d.values()) for d in got_probs],
+                                   [list(d.values()) for d in want_probs], rtol=RTOL, atol=1e-6)
