@@ -354,7 +354,8 @@ def lower(node: Node, k: KernelContext, forest: Forest, scoring: Scoring) -> Ker
         "transform": scoring.transform, "n_trees": len(forest.roots),
         "base": _floats(scoring.base, tt) if _base_used(scoring) else [],
         "base_count": len(scoring.base),
-        "labels": [c_literal(v, outs[0].dtype) for v in scoring.labels] if _labels_used(scoring) else [],
+        "labels": [c_literal(v, outs[0].dtype) for v in scoring.labels]
+        if _labels_used(scoring) or outs[0].dtype is dt.STRING else [],
         "label_ctype": outs[0].dtype.c_type,
         "binary_case": scoring.binary_case, "all_positive": scoring.all_positive,
         "Y": outs[0].name, "Z": outs[1].name if len(outs) > 1 else None,
