@@ -174,3 +174,41 @@ def test_cli_info_on_a_model_marks_unsupported_ops(tmp_path, capsys):
     path.write_bytes(loop_model().SerializeToString())
     assert main(["info", str(path)]) == 0
     assert "every operator is supported" in capsys.readouterr().out
+
+
+def test_if_inside_a_loop_reads_state_and_outer_values():
+    """Each iteration branches on the iteration number; the branches read the loop state
+    (a value of the body) and x (a value two graphs up)."""
+    then = helper.make_graph([helper.make_node("Add", ["s", "x"], ["r"])], "then", [], [vi("r", TP.FLOAT, ["N"])])
+    other = helper.make_graph([helper.make_node("Mul", ["s", "x"], ["r2"])], "else", [], [vi("r2", TP.FLOAT, ["N"])])
+    body = helper.make_graph([
+        helper.make_node("Mod", ["i", "two"], ["m"]),
+        helper.make_node("Equal", ["m", "zero"], ["even"]),
+        helper.make_node("If", ["even"], ["s2"], then_branch=then, else_branch=other),
+        helper.make_node("Identity", ["c"], ["c2"]),
+        helper.make_node("ReduceSum", ["s2"], ["total"], keepdims=0),
+    ], "body", [vi("i", TP.INT64, []), vi("c", TP.BOOL, []), vi("s", TP.FLOAT, ["N"])],
+        [vi("c2", TP.BOOL, []), vi("s2", TP.FLOAT, ["N"]), vi("total", TP.FLOAT, [])],
+        [helper.make_tensor("two", TP.INT64, [], [2]), helper.make_tensor("zero", TP.INT64, [], [0])])
+    m = model([helper.make_node("Loop", ["M", "", "s0"], ["sf", "totals"], body=body)],
+              [vi("M", TP.INT64, []), vi("s0", TP.FLOAT, ["N"]), vi("x", TP.FLOAT, ["N"])],
+              [vi("sf", TP.FLOAT, ["N"]), vi("totals", TP.FLOAT, ["T"])])
+    for n, trips in ((3, 5), (1, 2)):
+        assert_matches_ort(m, {"M": np.array(trips, np.int64), "s0": rng.random(n, dtype=np.float32),
+                               "x": rng.random(n, dtype=np.float32) + 0.5})
+
+
+def test_scan_inside_an_if_branch():
+    body = helper.make_graph([helper.make_node("Add", ["a", "e"], ["a2"]), helper.make_node("Identity", ["a2"], ["o"])],
+                             "body", [vi("a", TP.FLOAT, [2]), vi("e", TP.FLOAT, [2])],
+                             [vi("a2", TP.FLOAT, [2]), vi("o", TP.FLOAT, [2])])
+    then = helper.make_graph([helper.make_node("Scan", ["init", "x"], ["fin", "ys"], body=body, num_scan_inputs=1)],
+                             "then", [], [vi("fin", TP.FLOAT, [2]), vi("ys", TP.FLOAT, ["T", 2])])
+    other = helper.make_graph([helper.make_node("Identity", ["init"], ["fin2"]), helper.make_node("Neg", ["x"], ["ys2"])],
+                              "else", [], [vi("fin2", TP.FLOAT, [2]), vi("ys2", TP.FLOAT, ["T", 2])])
+    m = model([helper.make_node("If", ["c"], ["f", "y"], then_branch=then, else_branch=other)],
+              [vi("c", TP.BOOL, []), vi("init", TP.FLOAT, [2]), vi("x", TP.FLOAT, ["T", 2])],
+              [vi("f", TP.FLOAT, [2]), vi("y", TP.FLOAT, ["T", 2])])
+    for c in (True, False):
+        assert_matches_ort(m, {"c": np.array(c), "init": rng.random(2, dtype=np.float32),
+                               "x": rng.random((4, 2), dtype=np.float32)})
