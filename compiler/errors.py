@@ -1,4 +1,9 @@
-"""Exceptions raised by onnxc. Every user-facing failure is one of these."""
+"""Exceptions raised by onnxc. Every user-facing failure is one of these.
+
+Each also derives from the built-in exception code written for onnxruntime would catch:
+a bad model or feed is a ValueError, an unsupported feature a NotImplementedError, a
+failure of the toolchain or of a run a RuntimeError.
+"""
 from __future__ import annotations
 
 
@@ -6,11 +11,11 @@ class OnnxcError(Exception):
     """Base class of every error onnxc raises on purpose."""
 
 
-class ModelError(OnnxcError):
+class ModelError(OnnxcError, ValueError):
     """The model is malformed or contradicts itself."""
 
 
-class UnsupportedError(OnnxcError):
+class UnsupportedError(OnnxcError, NotImplementedError):
     """The model uses something onnxc cannot compile (an op, opset or type)."""
 
 
@@ -18,7 +23,7 @@ class ShapeError(ModelError):
     """Shapes or types do not fit an operator's rules."""
 
 
-class CompileError(OnnxcError):
+class CompileError(OnnxcError, RuntimeError):
     """The C toolchain failed on generated code (a bug in onnxc)."""
 
 

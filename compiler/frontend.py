@@ -6,6 +6,7 @@ build values and nodes with typed attributes.
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections import ChainMap
 from typing import Optional, Union
@@ -19,6 +20,8 @@ from . import dtypes as dt
 from .errors import ModelError, UnsupportedError
 from .ir import Graph, ModelMeta, Node, Value
 from .ops import registry
+
+log = logging.getLogger("onnxc")
 
 ModelSource = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
@@ -262,6 +265,30 @@ def _build_body(outer: Graph, g: onnx.GraphProto, by_name, where: str) -> Graph:
         body.outputs.append(scope[vi.name])
         body.output_names.append(vi.name)
     return body
+
+
+def fix_input_dims(model: onnx.ModelProto, overrides) -> onnx.ModelProto:
+    """A copy of ``model`` whose symbolic input dims named (or denoted) in ``overrides`` --
+    ("name" | "denotation", key, size) triples -- are those sizes."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    by = {(kind, key): size for kind, key, size in overrides}
+    used = set()
+    inits = {i.name for i in fixed.graph.initializer}
+    for vi in fixed.graph.input:
+        if vi.name in inits or not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                continue
+            for key in (("name", d.dim_param), ("denotation", d.denotation)):
+                if key[1] and key in by:
+                    d.dim_value = by[key]  # replaces dim_param (a oneof)
+                    used.add(key)
+                    break
+    for kind, key in set(by) - used:
+        log.warning("free dimension override %s %r matches no input dim", kind, key)
+    return fixed
 
 
 def import_model(source: ModelSource) -> tuple[onnx.ModelProto, Graph]:

@@ -10,11 +10,12 @@ __version__ = "0.1.0"
 from .compiler.errors import (CompileError, InvalidArgument, ModelError, OnnxcError, RuntimeFailure,
                               ShapeError, UnsupportedError)
 from .driver import CompileOptions, compile_model
-from .runtime.options import GraphOptimizationLevel, RunOptions, SessionOptions
+from .runtime.options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
 from .runtime.session import InferenceSession, NodeArg, get_all_providers, get_available_providers
 
 __all__ = [
-    "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "NodeArg",
+    "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder",
+    "NodeArg",
     "get_available_providers", "get_all_providers", "compile_model", "CompileOptions",
     "OnnxcError", "ModelError", "UnsupportedError", "ShapeError", "CompileError", "InvalidArgument",
     "RuntimeFailure",

@@ -37,6 +37,9 @@ class CompileOptions:
     prefix: str = "model"
     check_ir: bool = False                 # verify the IR after every pass
     extra_cflags: tuple[str, ...] = field(default_factory=tuple)
+    # Symbolic input dims fixed by the caller: ("name" | "denotation", key, size); the code is
+    # specialised for them (SessionOptions.add_free_dimension_override_by_*).
+    dim_overrides: tuple[tuple[str, str, int], ...] = ()
 
     def toolchain(self) -> Toolchain:
         return Toolchain(opt=self.opt, march=self.march, extra=list(self.extra_cflags))
@@ -56,7 +59,10 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
                   options: Optional[CompileOptions] = None, command: Optional[str] = None) -> dict[str, Any]:
     """Compile ``source`` into ``output_dir`` (created; files replaced). Returns the manifest."""
     options = options or CompileOptions()
-    model, graph = frontend.import_model(source)
+    model = frontend.load_model(source)
+    if options.dim_overrides:
+        model = frontend.fix_input_dims(model, options.dim_overrides)
+    graph = frontend.build_graph(model)
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
                  disabled=set(options.disabled_passes))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),

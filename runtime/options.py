@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import enum
+import warnings
 from typing import Any
+
+from ..compiler.errors import InvalidArgument
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -17,13 +20,51 @@ class ExecutionMode(enum.IntEnum):
     ORT_PARALLEL = 1
 
 
+class ExecutionOrder(enum.IntEnum):
+    DEFAULT = 0
+    PRIORITY_BASED = 1
+    MEMORY_EFFICIENT = 2
+
+
+# Session config keys onnxruntime documents (onnxruntime_session_options_config_keys.h) with
+# what onnxc does with them; any other key warns, as it would have no effect.
+CONFIG_KEYS = {
+    "session.load_model_format": "ONNX only (ORT format models are refused)",
+    "session.save_model_format": "ONNX only",
+    "session.disable_prepacking": "weights are laid out at compile time: nothing to prepack",
+    "session.use_env_allocators": "the generated code allocates its own memory",
+    "session.set_denormal_as_zero": "flush-to-zero and denormals-are-zero around each run",
+    "session.disable_quant_qdq": "no QDQ fusion is done",
+    "session.disable_double_qdq_remover": "no QDQ fusion is done",
+    "session.enable_quant_qdq_cleanup": "no QDQ fusion is done",
+    "session.disable_aot_function_inlining": "local functions are always inlined",
+    "session.intra_op.allow_spinning": "no thread pool spins",
+    "session.inter_op.allow_spinning": "no thread pool spins",
+    "session.use_device_allocator_for_initializers": "weights are memory-mapped",
+    "session.record_ep_graph_assignment_info": "records which nodes the CPU provider runs",
+    "session.use_ort_model_bytes_directly": "model bytes are copied",
+    "session.strict_shape_type_inference": "inference is always strict",
+    "session.allow_released_opsets_only": "every opset the onnx package defines is accepted",
+    "session.dynamic_block_base": "no thread pool",
+    "session.intra_op_thread_affinities": "no thread pool",
+    "session.force_spinning_stop": "no thread pool",
+    "session.optimized_model_external_initializers_file_name": "the optimized model is written whole",
+    "session.optimized_model_external_initializers_min_size_in_bytes": "the optimized model is written whole",
+    "optimization.enable_gelu_approximation": "no approximation is introduced",
+    "optimization.minimal_build_optimizations": "ONNX models only",
+    "optimization.disable_specified_optimizers": "passes named here (comma separated) are skipped",
+    "ep.context_enable": "no execution-provider context models",
+    "mlas.enable_gemm_fastmath_arm64_bfloat16": "no effect on this target",
+}
+
+
 class SessionOptions:
     """Options that change how a model is compiled and run. Unknown attributes are refused."""
     __slots__ = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads",
                  "execution_mode", "log_severity_level", "log_verbosity_level", "logid",
                  "enable_profiling", "profile_file_prefix", "optimized_model_filepath",
                  "enable_mem_pattern", "enable_mem_reuse", "enable_cpu_mem_arena",
-                 "use_deterministic_compute", "_config")
+                 "use_deterministic_compute", "execution_order", "_config", "_dim_overrides")
 
     def __init__(self) -> None:
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -40,13 +81,40 @@ class SessionOptions:
         self.enable_mem_reuse = True
         self.enable_cpu_mem_arena = True
         self.use_deterministic_compute = False
+        self.execution_order = ExecutionOrder.DEFAULT
         self._config: dict[str, str] = {}
+        self._dim_overrides: dict[tuple[str, str], int] = {}
 
     def add_session_config_entry(self, key: str, value: str) -> None:
-        self._config[str(key)] = str(value)
+        """As in onnxruntime; a key onnxruntime does not document warns (it would do nothing)."""
+        key, value = str(key), str(value)
+        if key not in CONFIG_KEYS:
+            warnings.warn(f"session config entry {key!r} is not a known onnxruntime key; it has no effect",
+                          stacklevel=2)
+        if key == "session.load_model_format" and value.upper() != "ONNX":
+            raise InvalidArgument(f"session.load_model_format={value!r}: onnxc loads ONNX models only")
+        self._config[key] = value
 
     def get_session_config_entry(self, key: str) -> str:
+        if key not in self._config:
+            raise InvalidArgument(f"session config entry {key!r} is not set")
         return self._config[key]
+
+    def add_free_dimension_override_by_name(self, dim_name: str, dim_value: int) -> None:
+        """Fix the symbolic input dim named ``dim_name``: the code is compiled for that size."""
+        if int(dim_value) < 0:
+            raise InvalidArgument(f"free dimension {dim_name!r}: {dim_value} is negative")
+        self._dim_overrides[("name", str(dim_name))] = int(dim_value)
+
+    def add_free_dimension_override_by_denotation(self, dim_denotation: str, dim_value: int) -> None:
+        """Fix every input dim with this denotation (e.g. DATA_BATCH) to ``dim_value``."""
+        if int(dim_value) < 0:
+            raise InvalidArgument(f"free dimension {dim_denotation!r}: {dim_value} is negative")
+        self._dim_overrides[("denotation", str(dim_denotation))] = int(dim_value)
+
+    @property
+    def free_dimension_overrides(self) -> dict:
+        return dict(self._dim_overrides)
 
 
 class RunOptions:

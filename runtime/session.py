@@ -62,6 +62,9 @@ class InferenceSession:
                  providers: Optional[Sequence[Any]] = None, provider_options: Optional[Sequence[dict]] = None,
                  **kwargs: Any) -> None:
         self._sess_options = sess_options or SessionOptions()
+        self._disabled = _disabled_passes(kwargs.pop("disabled_optimizers", None) or (), self._sess_options)
+        for name in kwargs:
+            warnings.warn(f"InferenceSession: unknown keyword argument {name!r} is ignored", stacklevel=2)
         self._providers = self._resolve_providers(providers)
         self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
         if self._model_path is not None and os.path.isdir(self._model_path):
@@ -79,7 +82,10 @@ class InferenceSession:
 
     # --- construction ---------------------------------------------------------
     def _compile_options(self) -> CompileOptions:
-        return CompileOptions(optimization_level=int(self._sess_options.graph_optimization_level))
+        overrides = tuple(sorted((kind, key, size) for (kind, key), size
+                                 in self._sess_options.free_dimension_overrides.items()))
+        return CompileOptions(optimization_level=int(self._sess_options.graph_optimization_level),
+                              disabled_passes=self._disabled, dim_overrides=overrides)
 
     @staticmethod
     def _compile_cached(source: Any, options: CompileOptions) -> str:
@@ -185,6 +191,36 @@ class InferenceSession:
                                       "or the model.")
             arrays.append(np.asarray(array, order="C"))
         return arrays
+
+
+# onnxruntime optimizer names -> the onnxc pass that does that work.
+_ORT_OPTIMIZERS = {
+    "ConstantFolding": "fold_constants",
+    "EliminateIdentity": "remove_identity_like",
+    "EliminateDropout": "remove_identity_like",
+    "ReshapeFusion": "remove_identity_like",
+    "CastElimination": "remove_identity_like",
+}
+
+
+def _disabled_passes(names: Sequence[str], options: SessionOptions) -> tuple[str, ...]:
+    """Passes to skip: onnxc pass names or onnxruntime optimizer names (the keyword argument
+    ``disabled_optimizers`` and the ``optimization.disable_specified_optimizers`` entry)."""
+    from ..compiler.passes.pipeline import PIPELINE
+    entry = options._config.get("optimization.disable_specified_optimizers", "")
+    wanted = list(names) + [n.strip() for n in entry.split(",") if n.strip()]
+    ours = {name: level for name, _, level in PIPELINE}
+    out = []
+    for name in wanted:
+        target = _ORT_OPTIMIZERS.get(name, name)
+        if target not in ours:
+            warnings.warn(f"optimizer {name!r} is not one onnxc has (its passes: {', '.join(ours)}); ignored",
+                          stacklevel=3)
+        elif ours[target] == 0:
+            warnings.warn(f"pass {target!r} is needed to generate code and cannot be disabled", stacklevel=3)
+        else:
+            out.append(target)
+    return tuple(sorted(set(out)))
 
 
 _KIND_TYPE = {"sequence": "seq({})", "optional": "optional({})", "optional_sequence": "optional(seq({}))"}

@@ -1,0 +1,117 @@
+"""SessionOptions and InferenceSession keywords that change what is compiled, as in onnxruntime."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper
+
+import onnxc
+from helpers import make_model
+
+
+def batch_model():
+    """y = relu(x) * 2 over [batch, 4], with the batch dim denoted DATA_BATCH."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "r"], ["y"])]
+    m = make_model(nodes, [("x", T.FLOAT, ["batch", 4])], [("y", T.FLOAT, ["batch", 4])])
+    m.graph.input[0].type.tensor_type.shape.dim[0].denotation = "DATA_BATCH"
+    return m
+
+
+@pytest.mark.parametrize("how", ["name", "denotation"])
+def test_free_dimension_override_specialises_the_code(how):
+    so = onnxc.SessionOptions()
+    if how == "name":
+        so.add_free_dimension_override_by_name("batch", 3)
+    else:
+        so.add_free_dimension_override_by_denotation("DATA_BATCH", 3)
+    sess = onnxc.InferenceSession(batch_model().SerializeToString(), so)
+    assert sess.get_inputs()[0].shape == [3, 4]
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.maximum(x, 0) * 2)
+    with open(f"{sess.artifact_dir}/model.c") as f:
+        assert "dim_batch" not in f.read()  # no symbol left: the size is a constant in the code
+    with pytest.raises(onnxc.InvalidArgument, match="invalid dimensions"):
+        sess.run(None, {"x": np.zeros((2, 4), np.float32)})
+
+
+def test_free_dimension_override_of_an_unknown_name_warns(caplog):
+    so = onnxc.SessionOptions()
+    so.add_free_dimension_override_by_name("nope", 2)
+    with caplog.at_level("WARNING", logger="onnxc"):
+        sess = onnxc.InferenceSession(batch_model().SerializeToString(), so)
+    assert "matches no input dim" in caplog.text
+    assert sess.get_inputs()[0].shape == ["batch", 4]
+
+
+def test_session_config_entries():
+    so = onnxc.SessionOptions()
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with pytest.warns(UserWarning, match="not a known onnxruntime key"):
+        so.add_session_config_entry("session.no_such_key", "1")
+    with pytest.raises(onnxc.InvalidArgument):
+        so.add_session_config_entry("session.load_model_format", "ORT")
+    with pytest.raises(onnxc.InvalidArgument):
+        so.get_session_config_entry("session.disable_prepacking")
+
+
+def test_disabled_optimizers_skip_passes():
+    nodes = [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Relu", ["i"], ["y"])]
+    m = make_model(nodes, [("x", T.FLOAT, [4])], [("y", T.FLOAT, [4])])
+    sess = onnxc.InferenceSession(m.SerializeToString(), disabled_optimizers=["EliminateIdentity"])
+    x = np.array([-1, 0, 1, 2], np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.maximum(x, 0))
+    with open(f"{sess.artifact_dir}/model.c") as f:
+        assert "Identity" in f.read()  # the identity node was kept
+    with pytest.warns(UserWarning, match="not one onnxc has"):
+        onnxc.InferenceSession(m.SerializeToString(), disabled_optimizers=["NoSuchFusion"])
+    with pytest.warns(UserWarning, match="unknown keyword"):
+        onnxc.InferenceSession(m.SerializeToString(), no_such_option=1)
+
+
+def test_enums_have_onnxruntime_names():
+    assert onnxc.GraphOptimizationLevel.ORT_ENABLE_EXTENDED == 2
+    assert onnxc.ExecutionMode.ORT_PARALLEL == 1
+    assert onnxc.ExecutionOrder.MEMORY_EFFICIENT == 2
+    assert onnxc.SessionOptions().execution_order == onnxc.ExecutionOrder.DEFAULT
+
+
+def test_errors_are_builtin_exceptions_too():
+    assert issubclass(onnxc.ModelError, ValueError)
+    assert issubclass(onnxc.ShapeError, ValueError)
+    assert issubclass(onnxc.InvalidArgument, ValueError)
+    assert issubclass(onnxc.UnsupportedError, NotImplementedError)
+    assert issubclass(onnxc.CompileError, RuntimeError)
+    assert issubclass(onnxc.RuntimeFailure, RuntimeError)
+    with pytest.raises(ValueError):
+        onnxc.InferenceSession(b"not a model")
+
+
+def test_one_session_run_from_eight_threads():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Tanh", ["m"], ["y"])]
+    w = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
+    m = make_model(nodes, [("x", T.FLOAT, ["n", 16])], [("y", T.FLOAT, ["n", 16])],
+                   [helper.make_tensor("w", T.FLOAT, [16, 16], w.reshape(-1))])
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    feeds = [np.random.default_rng(i).standard_normal((i + 1, 16)).astype(np.float32) for i in range(8)]
+    serial = [sess.run(None, {"x": x})[0] for x in feeds]
+    results: dict[int, list] = {i: [] for i in range(8)}
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        barrier.wait()
+        for _ in range(25):
+            results[i].append(sess.run(None, {"x": feeds[i]})[0])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(8):
+        assert len(results[i]) == 25
+        for r in results[i]:
+            np.testing.assert_array_equal(r, serial[i])
