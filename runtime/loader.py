@@ -24,6 +24,7 @@ void {p}_context_release(void *ctx);
 int {p}_run(void *ctx, const void *const *inputs, const int64_t *in_shapes, void **outputs, int64_t *out_shapes);
 void {p}_free(void *p);
 const char *{p}_error(const void *ctx);
+void {p}_terminate(void *ctx, int flag);
 size_t {p}_arena_bytes(void);
 void {p}_seq_free(void *p);
 typedef struct {{
@@ -64,7 +65,7 @@ class CompiledModel:
         self.ffi = _ffi(prefix)
         self.lib = self.ffi.dlopen(os.path.join(folder, self.manifest["library"]))
         self._fn = {name: getattr(self.lib, f"{prefix}_{name}") for name in
-                    ("context_size", "context_init", "context_release", "run", "free", "error")}
+                    ("context_size", "context_init", "context_release", "run", "free", "error", "terminate")}
         self._map_weights()
         self.inputs = self.manifest["inputs"]
         self.outputs = self.manifest["outputs"]
@@ -167,13 +168,20 @@ class CompiledModel:
         finally:
             self._fn["free"](ptr)
 
-    def run(self, arrays: list[Any]) -> list[Any]:
-        """Run on contiguous arrays (lists for sequences) already checked against the inputs."""
+    def run(self, arrays: list[Any], watcher: Any = None) -> list[Any]:
+        """Run on contiguous arrays (lists for sequences) already checked against the inputs.
+
+        ``watcher`` (a RunOptions) may ask the run to stop from another thread: it is told
+        how to reach this run's context while the run lasts."""
         ffi = self.ffi
         with self._lock:
             ctx = self._pool.pop() if self._pool else None
         if ctx is None:
             ctx = self._new_context()
+        stop = functools.partial(self._fn["terminate"], ctx)
+        stop(0)
+        if watcher is not None:
+            watcher._attach(stop)
         try:
             in_ptrs = ffi.new("void *[]", max(len(arrays), 1))
             keep: list[Any] = []
@@ -215,5 +223,8 @@ class CompiledModel:
                     results[-1] = [{keys[j]: row[j] for j in order} for row in results[-1].tolist()]
             return results
         finally:
+            if watcher is not None:
+                watcher._detach(stop)
+            stop(0)
             with self._lock:
                 self._pool.append(ctx)

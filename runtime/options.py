@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import threading
 import warnings
 from typing import Any
 
@@ -118,15 +119,43 @@ class SessionOptions:
 
 
 class RunOptions:
-    __slots__ = ("log_severity_level", "log_verbosity_level", "logid", "run_tag", "terminate", "_config")
+    """Per-run options. Setting ``terminate`` while runs with these options are in progress
+    (from another thread) stops them at their next node with a RuntimeFailure."""
+    __slots__ = ("log_severity_level", "log_verbosity_level", "logid", "run_tag", "only_execute_path_to_fetches",
+                 "_terminate", "_active", "_lock", "_config")
 
     def __init__(self) -> None:
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.logid = ""
         self.run_tag = ""
-        self.terminate = False
+        self.only_execute_path_to_fetches = False
+        self._terminate = False
+        self._active: set = set()
+        self._lock = threading.Lock()
         self._config: dict[str, Any] = {}
+
+    @property
+    def terminate(self) -> bool:
+        return self._terminate
+
+    @terminate.setter
+    def terminate(self, value: bool) -> None:
+        with self._lock:
+            self._terminate = bool(value)
+            for stop in self._active:
+                stop(1 if value else 0)
+
+    def _attach(self, stop) -> None:
+        """A run with these options started: ``stop(flag)`` reaches it."""
+        with self._lock:
+            self._active.add(stop)
+            if self._terminate:
+                stop(1)
+
+    def _detach(self, stop) -> None:
+        with self._lock:
+            self._active.discard(stop)
 
     def add_run_config_entry(self, key: str, value: str) -> None:
         self._config[str(key)] = str(value)

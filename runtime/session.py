@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..compiler import dtypes as dt
-from ..compiler.errors import InvalidArgument
+from ..compiler.errors import InvalidArgument, RuntimeFailure
 from ..driver import CompileOptions, compile_model
 from . import cache
 from .loader import CompiledModel, read_manifest
@@ -140,7 +140,9 @@ class InferenceSession:
             for name in output_names:
                 if name not in self._output_index:
                     raise InvalidArgument(f"Invalid output name: {name}")
-        results = self._model.run(arrays)
+        if run_options is not None and run_options.terminate:
+            raise RuntimeFailure("Exiting due to terminate flag being set to true.")
+        results = self._model.run(arrays, run_options)
         if not output_names:
             return results
         return [results[self._output_index[n]] for n in output_names]

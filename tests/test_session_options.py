@@ -115,3 +115,42 @@ def test_one_session_run_from_eight_threads():
         assert len(results[i]) == 25
         for r in results[i]:
             np.testing.assert_array_equal(r, serial[i])
+
+
+def slow_model():
+    """A loop of many small matmuls: long enough to be stopped half way."""
+    body = helper.make_graph([helper.make_node("MatMul", ["s", "w"], ["m"]), helper.make_node("Tanh", ["m"], ["s2"]),
+                              helper.make_node("Identity", ["c"], ["c2"])], "body",
+                             [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("c", T.BOOL, []),
+                              helper.make_tensor_value_info("s", T.FLOAT, [64, 64])],
+                             [helper.make_tensor_value_info("c2", T.BOOL, []), helper.make_tensor_value_info("s2", T.FLOAT, [64, 64])])
+    w = (np.random.default_rng(1).standard_normal((64, 64)) * 0.1).astype(np.float32)
+    return make_model([helper.make_node("Loop", ["M", "", "s0"], ["y"], body=body)],
+                      [("M", T.INT64, []), ("s0", T.FLOAT, [64, 64])], [("y", T.FLOAT, [64, 64])],
+                      [helper.make_tensor("w", T.FLOAT, [64, 64], w.reshape(-1))])
+
+
+def test_run_options_terminate_stops_a_run_from_another_thread():
+    sess = onnxc.InferenceSession(slow_model().SerializeToString())
+    feeds = {"M": np.array(10**7, np.int64), "s0": np.ones((64, 64), np.float32)}
+    ro = onnxc.RunOptions()
+    errors = []
+
+    def run():
+        try:
+            sess.run(None, feeds, ro)
+        except onnxc.RuntimeFailure as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(0.5)
+    assert t.is_alive()          # still looping
+    ro.terminate = True
+    t.join(30)
+    assert not t.is_alive() and errors and "terminated" in errors[0]
+    with pytest.raises(onnxc.RuntimeFailure, match="terminate flag"):
+        sess.run(None, feeds, ro)
+    ro.terminate = False         # the same session and options run normally again
+    out = sess.run(None, {"M": np.array(2, np.int64), "s0": np.ones((64, 64), np.float32)}, ro)[0]
+    assert out.shape == (64, 64)
