@@ -25,6 +25,7 @@ from .names import Mangler, c_string, comment
 from .templates import render
 
 INLINE_CONST_BYTES = 256      # larger constants go to the weights file
+PROFILE_MAX_DIMS = 32         # dims a profile event records (inputs' then outputs')
 WEIGHT_ALIGN = 64
 _DIM_TOKEN = re.compile(r"\bdim_[A-Za-z0-9_]+")
 RESERVED = frozenset({"ctx", "rc", "inputs", "outputs", "in_shapes", "out_shapes", "weights"})
@@ -35,6 +36,7 @@ class EmitOptions:
     prefix: str = "model"
     command: str = "onnxc"
     version: str = ""
+    profile: bool = False         # time every node call into the context's profile buffer
 
 
 @dataclass
@@ -75,6 +77,7 @@ class _Unit:
         self.scratch_bytes = 0
         self.referenced: set[str] = set()
         self.uses_sequences = False
+        self.profile_nodes: list[dict[str, Any]] = []   # what each profile event id is
 
 
 class CEmitter:
@@ -134,6 +137,8 @@ class CEmitter:
             "num_inputs": len(g.inputs),
             "num_outputs": len(g.outputs),
             "uses_sequences": unit.uses_sequences,
+            "profile": self.opt.profile,
+            "profile_max_dims": PROFILE_MAX_DIMS,
         }
         source = render(f"{self.template_dir}/model.c.j2", data)
         header = render(f"{self.template_dir}/model.h.j2", {"prefix": self.opt.prefix,
@@ -141,7 +146,9 @@ class CEmitter:
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
                       [self._io_info(v, v.name) for v in g.inputs],
                       [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)],
-                      sum(1 for f in unit.functions if f["kind"] == "node"))
+                      sum(1 for f in unit.functions if f["kind"] == "node"),
+                      {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
+                      if self.opt.profile else {})
 
     def emit_function(self) -> dict[str, Any]:
         """Steps of this graph's function; static intermediates share an arena by liveness.
@@ -409,13 +416,27 @@ class CEmitter:
         else:
             out_args = [self._loc(v).var for v in node.outputs]
         args = ["ctx"] + dims + [self._loc(v).var for _, v in used] + out_args + scratch_vars
-        self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label})
+        prof = len(self.unit.profile_nodes) if self.opt.profile else None
+        self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof})
         for v in node.outputs if self_alloc else ():
             self._require_value_dims(v)
             self.steps.append({"kind": "adopt", "var": self._loc(v).var, "ctype": _ctype(v),
                                "slot": self._slot(v)})
+        if prof is not None:
+            self._profile_step(prof, node)
         for var in heap_scratch:
             self.steps.append({"kind": "free", "var": var, "free": "free"})
+
+    def _profile_step(self, prof: int, node: Node) -> None:
+        """After the node ran: its time and the dims of its tensors, for the profile's shapes."""
+        def info(v: Value) -> dict[str, Any]:
+            return {"dtype": v.dtype.name, "rank": len(v.shape) if v.is_tensor else -1}
+        tensors = [v for v in list(node.inputs) + list(node.outputs) if v is not None and v.is_tensor]
+        dims = [cexpr.lit(self.dim(d)) for v in tensors for d in v.shape][:PROFILE_MAX_DIMS]
+        self.unit.profile_nodes.append({"name": node.name, "op": node.op_type, "domain": node.domain,
+                                        "inputs": [info(v) for v in node.inputs if v is not None],
+                                        "outputs": [info(v) for v in node.outputs]})
+        self.steps.append({"kind": "profile", "id": prof, "dims": dims})
 
     def _slot(self, v: Value) -> str:
         """The ``void *`` that owns a heap or output value's memory."""

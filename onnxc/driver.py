@@ -40,6 +40,7 @@ class CompileOptions:
     # Symbolic input dims fixed by the caller: ("name" | "denotation", key, size); the code is
     # specialised for them (SessionOptions.add_free_dimension_override_by_*).
     dim_overrides: tuple[tuple[str, str, int], ...] = ()
+    profile: bool = False                  # time each node inside the generated code
 
     def toolchain(self) -> Toolchain:
         return Toolchain(opt=self.opt, march=self.march, extra=list(self.extra_cflags))
@@ -66,7 +67,7 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
                  disabled=set(options.disabled_passes))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
-                                          version=__version__)).emit()
+                                          version=__version__, profile=options.profile)).emit()
     output_dir = os.fspath(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     toolchain = options.toolchain()
@@ -93,6 +94,7 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
         "toolchain": toolchain.identity(),
         "options": json.loads(options.key()),
     }
+    manifest.update(emitted.extra)   # profile_nodes in profiling builds
     _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
     return manifest
 

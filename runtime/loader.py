@@ -16,6 +16,7 @@ from ..compiler import dtypes as dt
 from ..compiler.errors import InvalidArgument, ModelError, RuntimeFailure
 
 SEQ_MAX_RANK = 8  # ONNXC_SEQ_MAX_RANK of the generated code
+PROFILE_EVENTS = 1 << 16  # node events one profiled run keeps
 
 _CDEF = """
 size_t {p}_context_size(void);
@@ -25,6 +26,8 @@ int {p}_run(void *ctx, const void *const *inputs, const int64_t *in_shapes, void
 void {p}_free(void *p);
 const char *{p}_error(const void *ctx);
 void {p}_terminate(void *ctx, int flag);
+void {p}_profile(void *ctx, int64_t *buf, int64_t cap);
+int64_t {p}_profile_count(const void *ctx);
 size_t {p}_arena_bytes(void);
 void {p}_seq_free(void *p);
 typedef struct {{
@@ -65,7 +68,8 @@ class CompiledModel:
         self.ffi = _ffi(prefix)
         self.lib = self.ffi.dlopen(os.path.join(folder, self.manifest["library"]))
         self._fn = {name: getattr(self.lib, f"{prefix}_{name}") for name in
-                    ("context_size", "context_init", "context_release", "run", "free", "error", "terminate")}
+                    ("context_size", "context_init", "context_release", "run", "free", "error", "terminate", "profile",
+                                 "profile_count")}
         self._map_weights()
         self.inputs = self.manifest["inputs"]
         self.outputs = self.manifest["outputs"]
@@ -78,6 +82,7 @@ class CompiledModel:
         if any(k not in ("tensor", "map_sequence") for k in self._out_kinds):
             self._fn["seq_free"] = getattr(self.lib, f"{prefix}_seq_free")
         self._pool: list[Any] = []
+        self._prof_stride = 4 + int(self.manifest.get("profile_max_dims", 0))  # ONNXC_PROF_STRIDE
         self._lock = threading.Lock()
 
     def _map_weights(self) -> None:
@@ -141,6 +146,17 @@ class CompiledModel:
         finally:
             self._fn["seq_free"](ptr)
 
+    def _read_profile(self, ctx: Any, buf: Any, events: list) -> None:
+        count = self._fn["profile_count"](ctx)
+        self._fn["profile"](ctx, self.ffi.NULL, 0)
+        stride = self._prof_stride
+        kept = min(count, PROFILE_EVENTS)
+        raw = np.frombuffer(self.ffi.buffer(buf, kept * stride * 8), dtype=np.int64).reshape(kept, stride)
+        for e in raw.tolist():
+            events.append((e[0], e[1], e[2], e[4:4 + e[3]]))
+        if count > kept:
+            events.append(("dropped", count - kept))
+
     def _strings_in(self, array: np.ndarray, keep: list) -> Any:
         """A string tensor as an array of pointers to NUL-terminated UTF-8 copies."""
         ffi = self.ffi
@@ -168,11 +184,12 @@ class CompiledModel:
         finally:
             self._fn["free"](ptr)
 
-    def run(self, arrays: list[Any], watcher: Any = None) -> list[Any]:
+    def run(self, arrays: list[Any], watcher: Any = None, events: list | None = None) -> list[Any]:
         """Run on contiguous arrays (lists for sequences) already checked against the inputs.
 
         ``watcher`` (a RunOptions) may ask the run to stop from another thread: it is told
-        how to reach this run's context while the run lasts."""
+        how to reach this run's context while the run lasts. With ``events`` (a profiling
+        build), the node events of the run are appended to it: (id, start ns, end ns, dims)."""
         ffi = self.ffi
         with self._lock:
             ctx = self._pool.pop() if self._pool else None
@@ -199,7 +216,14 @@ class CompiledModel:
             in_shapes = ffi.new("int64_t[]", dims or [0])
             out_ptrs = ffi.new("void *[]", max(len(self.outputs), 1))
             out_shapes = ffi.new("int64_t[]", max(sum(self._out_ranks), 1))
+            prof = None
+            if events is not None:
+                cap = PROFILE_EVENTS
+                prof = ffi.new("int64_t[]", cap * self._prof_stride)
+                self._fn["profile"](ctx, prof, cap)
             rc = self._fn["run"](ctx, in_ptrs, in_shapes, out_ptrs, out_shapes)
+            if prof is not None:
+                self._read_profile(ctx, prof, events)
             if rc != 0:
                 msg = ffi.string(self._fn["error"](ctx)).decode(errors="replace")
                 raise RuntimeFailure(f"running the model failed: {msg}")

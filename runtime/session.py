@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import time
 import warnings
 from typing import Any, Optional, Sequence
 
@@ -15,6 +16,7 @@ from ..driver import CompileOptions, compile_model
 from . import cache
 from .loader import CompiledModel, read_manifest
 from .options import RunOptions, SessionOptions
+from .profiler import Profiler
 
 log = logging.getLogger("onnxc")
 
@@ -61,6 +63,7 @@ class InferenceSession:
     def __init__(self, path_or_bytes: Any, sess_options: Optional[SessionOptions] = None,
                  providers: Optional[Sequence[Any]] = None, provider_options: Optional[Sequence[dict]] = None,
                  **kwargs: Any) -> None:
+        init_start = time.monotonic_ns()
         self._sess_options = sess_options or SessionOptions()
         self._disabled = _disabled_passes(kwargs.pop("disabled_optimizers", None) or (), self._sess_options)
         for name in kwargs:
@@ -79,13 +82,21 @@ class InferenceSession:
         self._outputs = [_node_arg(o) for o in m["outputs"]]
         self._input_index = {i.name: k for k, i in enumerate(self._inputs)}
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
+        self._profiler: Optional[Profiler] = None
+        if self._sess_options.enable_profiling:
+            if "profile_nodes" not in m:
+                raise InvalidArgument("enable_profiling: this artifact was compiled without profiling "
+                                      "(compile it with CompileOptions(profile=True))")
+            self._profiler = Profiler(self._sess_options.profile_file_prefix, m["profile_nodes"])
+            self._profiler.session_event("session_initialization", init_start, time.monotonic_ns())
 
     # --- construction ---------------------------------------------------------
     def _compile_options(self) -> CompileOptions:
         overrides = tuple(sorted((kind, key, size) for (kind, key), size
                                  in self._sess_options.free_dimension_overrides.items()))
         return CompileOptions(optimization_level=int(self._sess_options.graph_optimization_level),
-                              disabled_passes=self._disabled, dim_overrides=overrides)
+                              disabled_passes=self._disabled, dim_overrides=overrides,
+                              profile=bool(self._sess_options.enable_profiling))
 
     @staticmethod
     def _compile_cached(source: Any, options: CompileOptions) -> str:
@@ -127,6 +138,16 @@ class InferenceSession:
     def get_session_options(self) -> SessionOptions:
         return self._sess_options
 
+    # --- profiling ------------------------------------------------------------------
+    def end_profiling(self) -> str:
+        """Stop profiling and write the Chrome-trace JSON; its file name ("" if not profiling)."""
+        if self._profiler is None or not self._profiler.enabled:
+            return ""
+        return self._profiler.end()
+
+    def get_profiling_start_time_ns(self) -> int:
+        return self._profiler.start_ns if self._profiler is not None else 0
+
     @property
     def artifact_dir(self) -> str:
         """The compiled artifact folder this session runs."""
@@ -142,7 +163,14 @@ class InferenceSession:
                     raise InvalidArgument(f"Invalid output name: {name}")
         if run_options is not None and run_options.terminate:
             raise RuntimeFailure("Exiting due to terminate flag being set to true.")
-        results = self._model.run(arrays, run_options)
+        profiler = self._profiler
+        if profiler is not None and profiler.enabled:
+            events: list = []
+            start = time.monotonic_ns()
+            results = self._model.run(arrays, run_options, events)
+            profiler.run_events(start, time.monotonic_ns(), events, run_options.run_tag if run_options else "")
+        else:
+            results = self._model.run(arrays, run_options)
         if not output_names:
             return results
         return [results[self._output_index[n]] for n in output_names]

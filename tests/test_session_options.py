@@ -154,3 +154,49 @@ def test_run_options_terminate_stops_a_run_from_another_thread():
     ro.terminate = False         # the same session and options run normally again
     out = sess.run(None, {"M": np.array(2, np.int64), "s0": np.ones((64, 64), np.float32)}, ro)[0]
     assert out.shape == (64, 64)
+
+
+def test_profiling_writes_onnxruntime_style_trace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Relu", ["m"], ["y"], name="act")]
+    w = np.ones((8, 4), np.float32)
+    m = make_model(nodes, [("x", T.FLOAT, ["n", 8])], [("y", T.FLOAT, ["n", 4])],
+                   [helper.make_tensor("w", T.FLOAT, [8, 4], w.reshape(-1))])
+    so = onnxc.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = "myprof"
+    sess = onnxc.InferenceSession(m.SerializeToString(), so)
+    assert sess.get_profiling_start_time_ns() > 0
+    ro = onnxc.RunOptions()
+    ro.run_tag = "first"
+    sess.run(None, {"x": np.ones((3, 8), np.float32)}, ro)
+    sess.run(None, {"x": np.ones((5, 8), np.float32)})
+    name = sess.end_profiling()
+    assert name.startswith("myprof_") and name.endswith(".json")
+    import json
+    events = json.loads((tmp_path / name).read_text())
+    assert {e["ph"] for e in events} == {"X"}
+    assert [e["name"] for e in events if e["cat"] == "Session"] == ["session_initialization", "model_run", "model_run"]
+    runs = [e for e in events if e["name"] == "model_run"]
+    assert runs[0]["args"] == {"run_tag": "first"}
+    node_events = [e for e in events if e["cat"] == "Node"]
+    assert [e["name"] for e in node_events] == ["mm_kernel_time", "act_kernel_time"] * 2
+    mm = node_events[2]
+    assert mm["args"]["op_name"] == "MatMul" and mm["args"]["provider"] == "CPUExecutionProvider"
+    assert mm["args"]["input_type_shape"] == [{"float": [5, 8]}, {"float": [8, 4]}]
+    assert mm["args"]["output_type_shape"] == [{"float": [5, 4]}]
+    for e in node_events[:2]:  # node events lie inside their run
+        assert runs[0]["ts"] <= e["ts"] and e["ts"] + e["dur"] <= runs[0]["ts"] + runs[0]["dur"] + 1
+    assert sess.end_profiling() == ""  # already ended
+
+
+def test_profiling_a_loop_records_its_body_nodes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    so = onnxc.SessionOptions()
+    so.enable_profiling = True
+    sess = onnxc.InferenceSession(slow_model().SerializeToString(), so)
+    sess.run(None, {"M": np.array(3, np.int64), "s0": np.ones((64, 64), np.float32)})
+    import json
+    events = json.loads((tmp_path / sess.end_profiling()).read_text())
+    ops = [e["args"]["op_name"] for e in events if e["cat"] == "Node"]
+    assert ops.count("MatMul") == 3 and ops.count("Tanh") == 3 and ops.count("Loop") == 1
