@@ -11,12 +11,13 @@ from .compiler.errors import (CompileError, InvalidArgument, ModelError, OnnxcEr
                               ShapeError, UnsupportedError)
 from .driver import CompileOptions, compile_model
 from .runtime.options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
-from .runtime.session import InferenceSession, NodeArg, get_all_providers, get_available_providers
+from .runtime.session import (InferenceSession, NodeArg, get_all_providers, get_available_providers,
+                              set_default_logger_severity)
 
 __all__ = [
     "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder",
     "NodeArg",
     "get_available_providers", "get_all_providers", "compile_model", "CompileOptions",
     "OnnxcError", "ModelError", "UnsupportedError", "ShapeError", "CompileError", "InvalidArgument",
-    "RuntimeFailure",
+    "RuntimeFailure", "set_default_logger_severity",
 ]

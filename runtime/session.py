@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import os
 import time
@@ -19,6 +20,17 @@ from .options import RunOptions, SessionOptions
 from .profiler import Profiler
 
 log = logging.getLogger("onnxc")
+
+# onnxruntime severities (0 verbose, 1 info, 2 warning, 3 error, 4 fatal) as logging levels.
+_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.CRITICAL}
+_session_ids = itertools.count(1)
+
+
+def set_default_logger_severity(level: int) -> None:
+    """onnxruntime's default severity for onnxc's loggers (the ``onnxc`` logging hierarchy)."""
+    if level not in _LEVELS:
+        raise InvalidArgument(f"severity must be 0 to 4, not {level}")
+    log.setLevel(_LEVELS[level])
 
 CPU = "CPUExecutionProvider"
 _KNOWN_PROVIDERS = (CPU,)
@@ -65,6 +77,9 @@ class InferenceSession:
                  **kwargs: Any) -> None:
         init_start = time.monotonic_ns()
         self._sess_options = sess_options or SessionOptions()
+        so = self._sess_options
+        self._log = logging.getLogger(f"onnxc.session.{so.logid or f'session{next(_session_ids)}'}")
+        self._log.setLevel(_LEVELS.get(int(so.log_severity_level), logging.WARNING))
         self._disabled = _disabled_passes(kwargs.pop("disabled_optimizers", None) or (), self._sess_options)
         for name in kwargs:
             warnings.warn(f"InferenceSession: unknown keyword argument {name!r} is ignored", stacklevel=2)
@@ -82,6 +97,10 @@ class InferenceSession:
         self._outputs = [_node_arg(o) for o in m["outputs"]]
         self._input_index = {i.name: k for k, i in enumerate(self._inputs)}
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
+        self._log.info("session ready in %.1f ms: artifact %s, %d inputs, %d outputs",
+                       (time.monotonic_ns() - init_start) / 1e6, folder, len(self._inputs), len(self._outputs))
+        if so.log_verbosity_level >= 1:
+            self._log.debug("compile options: %s", self._model.manifest.get("options"))
         self._profiler: Optional[Profiler] = None
         if self._sess_options.enable_profiling:
             if "profile_nodes" not in m:
@@ -163,6 +182,7 @@ class InferenceSession:
                     raise InvalidArgument(f"Invalid output name: {name}")
         if run_options is not None and run_options.terminate:
             raise RuntimeFailure("Exiting due to terminate flag being set to true.")
+        run_start = time.monotonic_ns()
         profiler = self._profiler
         if profiler is not None and profiler.enabled:
             events: list = []
@@ -171,6 +191,13 @@ class InferenceSession:
             profiler.run_events(start, time.monotonic_ns(), events, run_options.run_tag if run_options else "")
         else:
             results = self._model.run(arrays, run_options)
+        verbose = run_options is not None and int(run_options.log_severity_level) == 0
+        if verbose or self._log.isEnabledFor(logging.DEBUG):
+            # RunOptions.log_severity_level=0 asks for this run's verbose messages whatever the
+            # session's level: the record goes straight to the handlers.
+            tag = f" {run_options.run_tag!r}" if run_options is not None and run_options.run_tag else ""
+            self._log.handle(self._log.makeRecord(self._log.name, logging.DEBUG, __file__, 0, "run%s took %.3f ms",
+                                                  (tag, (time.monotonic_ns() - run_start) / 1e6), None))
         if not output_names:
             return results
         return [results[self._output_index[n]] for n in output_names]

@@ -1,6 +1,7 @@
 """SessionOptions and InferenceSession keywords that change what is compiled, as in onnxruntime."""
 from __future__ import annotations
 
+import logging
 import threading
 
 import numpy as np
@@ -200,3 +201,27 @@ def test_profiling_a_loop_records_its_body_nodes(tmp_path, monkeypatch):
     events = json.loads((tmp_path / sess.end_profiling()).read_text())
     ops = [e["args"]["op_name"] for e in events if e["cat"] == "Node"]
     assert ops.count("MatMul") == 3 and ops.count("Tanh") == 3 and ops.count("Loop") == 1
+
+
+def test_logging_levels_follow_onnxruntime_severities(caplog):
+    m = batch_model().SerializeToString()
+    so = onnxc.SessionOptions()
+    so.logid = "mine"
+    so.log_severity_level = 1          # info
+    with caplog.at_level(logging.DEBUG, logger="onnxc"):
+        sess = onnxc.InferenceSession(m, so)
+        assert any(r.name == "onnxc.session.mine" and "session ready" in r.message for r in caplog.records)
+        caplog.clear()
+        sess.run(None, {"x": np.ones((2, 4), np.float32)})
+        assert not caplog.records        # run messages are verbose (0)
+        ro = onnxc.RunOptions()
+        ro.log_severity_level = 0
+        ro.run_tag = "tagged"
+        sess.run(None, {"x": np.ones((2, 4), np.float32)}, ro)
+        assert any("run 'tagged' took" in r.message for r in caplog.records)
+    quiet = onnxc.SessionOptions()
+    quiet.log_severity_level = 3        # errors only
+    with caplog.at_level(logging.DEBUG, logger="onnxc"):
+        caplog.clear()
+        onnxc.InferenceSession(m, quiet)
+        assert not [r for r in caplog.records if r.name.startswith("onnxc.session")]
