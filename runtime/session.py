@@ -92,6 +92,10 @@ class InferenceSession:
             folder = self._compile_cached(path_or_bytes, self._compile_options())
         self._model = CompiledModel(folder)
         self._folder = folder
+        if self._sess_options.optimized_model_filepath:
+            if self._model_path is not None and os.path.isdir(self._model_path):
+                raise InvalidArgument("optimized_model_filepath needs an ONNX model, not a compiled artifact")
+            self._save_optimized(path_or_bytes, self._sess_options.optimized_model_filepath)
         m = self._model.manifest
         self._inputs = [_node_arg(i) for i in m["inputs"]]
         self._outputs = [_node_arg(o) for o in m["outputs"]]
@@ -116,6 +120,22 @@ class InferenceSession:
         return CompileOptions(optimization_level=int(self._sess_options.graph_optimization_level),
                               disabled_passes=self._disabled, dim_overrides=overrides,
                               profile=bool(self._sess_options.enable_profiling))
+
+    def _save_optimized(self, source: Any, path: str) -> None:
+        """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""
+        import onnx
+
+        from ..compiler import frontend
+        from ..compiler.export import export_model
+        from ..compiler.passes.pipeline import run_pipeline
+        options = self._compile_options()
+        model = frontend.load_model(source)
+        if options.dim_overrides:
+            model = frontend.fix_input_dims(model, options.dim_overrides)
+        graph = frontend.build_graph(model)
+        run_pipeline(graph, level=options.optimization_level, disabled=set(options.disabled_passes))
+        onnx.save(export_model(graph), os.fspath(path))
+        self._log.info("optimized model written to %s", path)
 
     @staticmethod
     def _compile_cached(source: Any, options: CompileOptions) -> str:

@@ -225,3 +225,49 @@ def test_logging_levels_follow_onnxruntime_severities(caplog):
         caplog.clear()
         onnxc.InferenceSession(m, quiet)
         assert not [r for r in caplog.records if r.name.startswith("onnxc.session")]
+
+
+def _optimized_matches(model, feeds, tmp_path, level=onnxc.GraphOptimizationLevel.ORT_ENABLE_ALL):
+    import onnx
+    import onnxruntime as ort
+    so = onnxc.SessionOptions()
+    so.graph_optimization_level = level
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    sess = onnxc.InferenceSession(model.SerializeToString(), so)
+    saved = onnx.load(so.optimized_model_filepath)
+    onnx.checker.check_model(saved, full_check=True)
+    quiet = ort.SessionOptions()
+    quiet.log_severity_level = 3
+    original = ort.InferenceSession(model.SerializeToString(), quiet, providers=["CPUExecutionProvider"])
+    reloaded = ort.InferenceSession(saved.SerializeToString(), quiet, providers=["CPUExecutionProvider"])
+    want = original.run(None, feeds)
+    for got in (reloaded.run(None, feeds), sess.run(None, feeds)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-5, atol=1e-6)
+    return saved
+
+
+def test_optimized_model_filepath_folds_and_reloads_in_onnxruntime(tmp_path):
+    shape = helper.make_tensor("shape", T.INT64, [2], [-1, 4])
+    nodes = [helper.make_node("Identity", ["w"], ["w2"]),
+             helper.make_node("Mul", ["w2", "two"], ["w3"]),         # folds: constant inputs
+             helper.make_node("MatMul", ["x", "w3"], ["m"]),
+             helper.make_node("Reshape", ["m", "shape"], ["r"]),
+             helper.make_node("Relu", ["r"], ["y"])]
+    w = np.arange(32, dtype=np.float32).reshape(8, 4) / 10
+    m = make_model(nodes, [("x", T.FLOAT, ["n", 8])], [("y", T.FLOAT, ["n", 4])],
+                   [helper.make_tensor("w", T.FLOAT, [8, 4], w.reshape(-1)), helper.make_tensor("two", T.FLOAT, [], [2.0]),
+                    shape])
+    saved = _optimized_matches(m, {"x": np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)}, tmp_path)
+    assert [n.op_type for n in saved.graph.node] == ["MatMul", "Reshape", "Relu"]
+    level0 = _optimized_matches(m, {"x": np.ones((2, 8), np.float32)}, tmp_path,
+                                onnxc.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    assert "Mul" in [n.op_type for n in level0.graph.node]
+
+
+def test_optimized_model_keeps_control_flow_bodies(tmp_path):
+    from test_control_flow import loop_model
+    feeds = {"M": np.array(3, np.int64), "x": np.ones((2, 3), np.float32), "acc0": np.zeros((2, 3), np.float32),
+             "s0": np.ones(2, np.float32), "lim": np.array(10, np.float32)}
+    saved = _optimized_matches(loop_model(), feeds, tmp_path)
+    assert saved.graph.node[0].op_type == "Loop"
