@@ -203,7 +203,7 @@ class CEmitter:
         return {"steps": self.steps,
                 "heap_vars": [{"var": loc.var, "free": loc.free} for loc in self.locs.values() if loc.kind == "heap"],
                 "output_vars": [{"var": self._output_var(i), "free": _free_fn(v)} for i, v in enumerate(g.outputs)],
-                "weight_refs": weight_refs, "arena": arena}
+                "weight_refs": weight_refs, "arena": arena, "entry": not self.is_body}
 
     def _io_info(self, v: Value, name: str) -> dict[str, Any]:
         """Dims as users see them: ints, the model's symbol names, None for derived dims."""

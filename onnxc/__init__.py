@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 from .compiler.errors import (CompileError, InvalidArgument, ModelError, OnnxcError, RuntimeFailure,
                               ShapeError, UnsupportedError)
 from .driver import CompileOptions, compile_model
+from .runtime.ortvalue import IOBinding, OrtValue
 from .runtime.options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
 from .runtime.session import (InferenceSession, NodeArg, get_all_providers, get_available_providers,
                               set_default_logger_severity)
@@ -19,5 +20,5 @@ __all__ = [
     "NodeArg",
     "get_available_providers", "get_all_providers", "compile_model", "CompileOptions",
     "OnnxcError", "ModelError", "UnsupportedError", "ShapeError", "CompileError", "InvalidArgument",
-    "RuntimeFailure", "set_default_logger_severity",
+    "RuntimeFailure", "set_default_logger_severity", "OrtValue", "IOBinding",
 ]

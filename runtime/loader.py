@@ -26,6 +26,7 @@ int {p}_run(void *ctx, const void *const *inputs, const int64_t *in_shapes, void
 void {p}_free(void *p);
 const char *{p}_error(const void *ctx);
 void {p}_terminate(void *ctx, int flag);
+void {p}_bind_outputs(void *ctx, void *const *bufs, const int64_t *bytes, int64_t count);
 void {p}_profile(void *ctx, int64_t *buf, int64_t cap);
 int64_t {p}_profile_count(const void *ctx);
 size_t {p}_arena_bytes(void);
@@ -68,7 +69,7 @@ class CompiledModel:
         self.ffi = _ffi(prefix)
         self.lib = self.ffi.dlopen(os.path.join(folder, self.manifest["library"]))
         self._fn = {name: getattr(self.lib, f"{prefix}_{name}") for name in
-                    ("context_size", "context_init", "context_release", "run", "free", "error", "terminate", "profile",
+                    ("context_size", "context_init", "context_release", "run", "free", "error", "terminate", "bind_outputs", "profile",
                                  "profile_count")}
         self._map_weights()
         self.inputs = self.manifest["inputs"]
@@ -184,12 +185,15 @@ class CompiledModel:
         finally:
             self._fn["free"](ptr)
 
-    def run(self, arrays: list[Any], watcher: Any = None, events: list | None = None) -> list[Any]:
+    def run(self, arrays: list[Any], watcher: Any = None, events: list | None = None,
+            out_buffers: list | None = None) -> list[Any]:
         """Run on contiguous arrays (lists for sequences) already checked against the inputs.
 
         ``watcher`` (a RunOptions) may ask the run to stop from another thread: it is told
         how to reach this run's context while the run lasts. With ``events`` (a profiling
-        build), the node events of the run are appended to it: (id, start ns, end ns, dims)."""
+        build), the node events of the run are appended to it: (id, start ns, end ns, dims).
+        ``out_buffers``: per output a writable C-contiguous array or None; the model writes
+        an output straight into its array when it fits (IOBinding.bind_output)."""
         ffi = self.ffi
         with self._lock:
             ctx = self._pool.pop() if self._pool else None
@@ -221,7 +225,22 @@ class CompiledModel:
                 cap = PROFILE_EVENTS
                 prof = ffi.new("int64_t[]", cap * self._prof_stride)
                 self._fn["profile"](ctx, prof, cap)
-            rc = self._fn["run"](ctx, in_ptrs, in_shapes, out_ptrs, out_shapes)
+            given = [None] * len(self.outputs)
+            if out_buffers:
+                bufs = ffi.new("void *[]", max(len(self.outputs), 1))
+                sizes = ffi.new("int64_t[]", max(len(self.outputs), 1))
+                for i, b in enumerate(out_buffers):
+                    if b is not None and b.nbytes and self._out_kinds[i] == "tensor" and \
+                            self._out_dtypes[i] is not dt.STRING:
+                        given[i] = ffi.from_buffer(b, require_writable=True)
+                        bufs[i], sizes[i] = given[i], b.nbytes
+                keep += [bufs, sizes]
+                self._fn["bind_outputs"](ctx, bufs, sizes, len(self.outputs))
+            try:
+                rc = self._fn["run"](ctx, in_ptrs, in_shapes, out_ptrs, out_shapes)
+            finally:
+                if out_buffers:
+                    self._fn["bind_outputs"](ctx, ffi.NULL, ffi.NULL, 0)
             if prof is not None:
                 self._read_profile(ctx, prof, events)
             if rc != 0:
@@ -239,6 +258,12 @@ class CompiledModel:
                     results.append(self._strings_out(out_ptrs[i], shape))
                     continue
                 nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                if given[i] is not None and ffi.cast("void *", given[i]) == out_ptrs[i]:
+                    # written in place: the caller's array is the result (no copy)
+                    target = out_buffers[i]
+                    results.append(target if target.shape == shape else target.reshape(-1)[:nbytes // dtype.itemsize]
+                                   .reshape(shape))
+                    continue
                 owned = ffi.gc(out_ptrs[i], self._fn["free"])
                 results.append(np.frombuffer(ffi.buffer(owned, nbytes), dtype=dtype.np).reshape(shape))
                 if self._out_kinds[i] == "map_sequence":  # ZipMap: one {label: score} per row,

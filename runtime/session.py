@@ -5,6 +5,7 @@ import dataclasses
 import itertools
 import logging
 import os
+import threading
 import time
 import warnings
 from typing import Any, Optional, Sequence
@@ -17,6 +18,7 @@ from ..driver import CompileOptions, compile_model
 from . import cache
 from .loader import CompiledModel, read_manifest
 from .options import RunOptions, SessionOptions
+from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
 
 log = logging.getLogger("onnxc")
@@ -221,6 +223,56 @@ class InferenceSession:
         if not output_names:
             return results
         return [results[self._output_index[n]] for n in output_names]
+
+    def _run_into(self, output_names: Sequence[str], input_feed: dict[str, Any], buffers: dict[str, np.ndarray],
+                  run_options: Optional[RunOptions] = None) -> list[Any]:
+        """Run writing outputs into the caller's ``buffers`` (name -> array) where they fit."""
+        for name in list(output_names) + list(buffers):
+            if name not in self._output_index:
+                raise InvalidArgument(f"Invalid output name: {name}")
+        out_buffers = [None] * len(self._outputs)
+        for name, b in buffers.items():
+            info = self._model.outputs[self._output_index[name]]
+            if b.dtype != dt.by_name(info["dtype"]).np or not b.flags.c_contiguous or not b.flags.writeable:
+                raise InvalidArgument(f"output {name!r} is bound to a {b.dtype} buffer; it must be a writable, "
+                                      f"contiguous {info['dtype']} buffer")
+            out_buffers[self._output_index[name]] = b
+        arrays = self._check_feed(input_feed)
+        if run_options is not None and run_options.terminate:
+            raise RuntimeFailure("Exiting due to terminate flag being set to true.")
+        results = self._model.run(arrays, run_options, out_buffers=out_buffers)
+        for name, b in buffers.items():  # an output computed elsewhere (e.g. by a Loop): copy it in
+            r = results[self._output_index[name]]
+            if r is not b and not (isinstance(r, np.ndarray) and r.base is b):
+                if r.shape != b.shape:
+                    raise InvalidArgument(f"output {name!r} has shape {list(r.shape)}; the bound buffer {list(b.shape)}")
+                b[...] = r
+                results[self._output_index[name]] = b
+        return [results[self._output_index[n]] for n in output_names]
+
+    # --- onnxruntime's other ways to run -----------------------------------------------
+    def io_binding(self) -> IOBinding:
+        return IOBinding(self)
+
+    def run_with_iobinding(self, iobinding: IOBinding, run_options: Optional[RunOptions] = None) -> None:
+        iobinding._run(run_options)
+
+    def run_with_ort_values(self, output_names: Optional[Sequence[str]], input_dict_ort_values: dict[str, Any],
+                            run_options: Optional[RunOptions] = None) -> list[OrtValue]:
+        feed = {k: v.numpy() if isinstance(v, OrtValue) else v for k, v in input_dict_ort_values.items()}
+        return [OrtValue(r) for r in self.run(output_names, feed, run_options)]
+
+    def run_async(self, output_names: Optional[Sequence[str]], input_feed: dict[str, Any], callback: Any,
+                  user_data: Any, run_options: Optional[RunOptions] = None) -> None:
+        """Run on another thread, then ``callback(outputs, user_data, error_message)`` (as onnxruntime)."""
+        def work() -> None:
+            try:
+                outputs = self.run(output_names, input_feed, run_options)
+            except Exception as e:  # noqa: BLE001 - handed to the callback, like onnxruntime
+                callback([], user_data, str(e))
+                return
+            callback(outputs, user_data, "")
+        threading.Thread(target=work, daemon=True).start()
 
     def _check_feed(self, feed: dict[str, Any]) -> list[np.ndarray]:
         if not isinstance(feed, dict):
