@@ -37,6 +37,7 @@ class EmitOptions:
     command: str = "onnxc"
     version: str = ""
     profile: bool = False         # time every node call into the context's profile buffer
+    memory: str = "arena"         # "arena", "no_reuse" (no liveness sharing) or "heap"
 
 
 @dataclass
@@ -171,13 +172,13 @@ class CEmitter:
                 elif id(out) in outputs_of:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "output",
                                               output_index=outputs_of[id(out)][0])
-                elif out.static and not is_body and not node.impl.allocates_outputs:
+                elif out.static and not is_body and not node.impl.allocates_outputs and self.opt.memory != "heap":
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "arena")
                     static_buffers.append(memory.Buffer(id(out), self._nbytes_static(out), step_index,
                                                         last_use.get(id(out), step_index)))
                 else:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
-        offsets, arena = memory.plan(static_buffers)
+        offsets, arena = memory.plan(static_buffers, reuse=self.opt.memory != "no_reuse")
         for key, off in offsets.items():
             self.locs[key].offset = off
 

@@ -23,8 +23,14 @@ def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def plan(buffers: list[Buffer]) -> tuple[dict[int, int], int]:
-    """Returns (key -> byte offset, arena size)."""
+def plan(buffers: list[Buffer], reuse: bool = True) -> tuple[dict[int, int], int]:
+    """Returns (key -> byte offset, arena size); without ``reuse`` every buffer gets its own bytes."""
+    if not reuse:
+        offsets, arena = {}, 0
+        for buf in buffers:
+            offsets[buf.key] = arena
+            arena += aligned(max(buf.size, 1))
+        return offsets, arena
     placed: list[tuple[int, int, Buffer]] = []  # (offset, size, buffer)
     offsets: dict[int, int] = {}
     arena = 0

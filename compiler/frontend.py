@@ -291,6 +291,27 @@ def fix_input_dims(model: onnx.ModelProto, overrides) -> onnx.ModelProto:
     return fixed
 
 
+def replace_initializers(model: onnx.ModelProto, values: dict) -> onnx.ModelProto:
+    """A copy of ``model`` whose initializers named in ``values`` hold those arrays instead
+    (SessionOptions.add_initializer); an array whose type or shape differs is refused."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    found = set()
+    for i, init in enumerate(fixed.graph.initializer):
+        if init.name in values:
+            array = np.asarray(values[init.name])
+            old = numpy_helper.to_array(init)
+            if array.dtype != old.dtype or array.shape != old.shape:
+                raise ModelError(f"initializer {init.name!r} is {old.dtype}{list(old.shape)}; the value given "
+                                 f"is {array.dtype}{list(array.shape)}")
+            fixed.graph.initializer[i].CopyFrom(numpy_helper.from_array(array, init.name))
+            found.add(init.name)
+    missing = set(values) - found
+    if missing:
+        raise ModelError(f"add_initializer: the model has no initializer named {sorted(missing)}")
+    return fixed
+
+
 def import_model(source: ModelSource) -> tuple[onnx.ModelProto, Graph]:
     model = load_model(source)
     return model, build_graph(model)

@@ -11,7 +11,7 @@ from .compiler.errors import (CompileError, InvalidArgument, ModelError, OnnxcEr
                               ShapeError, UnsupportedError)
 from .driver import CompileOptions, compile_model
 from .runtime.ortvalue import IOBinding, OrtValue
-from .runtime.options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
+from .runtime.options import Env, ExecutionMode, OrtLoggingLevel, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
 from .runtime.session import (InferenceSession, NodeArg, get_all_providers, get_available_providers,
                               set_default_logger_severity)
 
@@ -20,5 +20,5 @@ __all__ = [
     "NodeArg",
     "get_available_providers", "get_all_providers", "compile_model", "CompileOptions",
     "OnnxcError", "ModelError", "UnsupportedError", "ShapeError", "CompileError", "InvalidArgument",
-    "RuntimeFailure", "set_default_logger_severity", "OrtValue", "IOBinding",
+    "RuntimeFailure", "set_default_logger_severity", "OrtValue", "IOBinding", "Env", "OrtLoggingLevel",
 ]

@@ -1,60 +1,277 @@
-"""The ``onnxc`` command line: compile, run, info, ops."""
+"""The ``onnxc`` command line: compile, run, verify, bench, info, ops."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ._cli_data import (CliError, build_feed, compare, describe, ensure_dir, format_error, input_specs,
+                        parse_dims, read_inputs, save_outputs, summary)
+
+EXIT_OK, EXIT_ERROR, EXIT_UNSUPPORTED, EXIT_NO_REFERENCE = 0, 1, 2, 3
+
+EXIT_CODES = """\
+exit status:
+  0  success (verify: every output matches)
+  1  error (bad arguments, unreadable files, compile or run failures), or a failed check
+     (verify: an output does not match onnxruntime)
+  2  the model uses operators onnxc does not support (info lists them; the other
+     commands exit 2 too when a model cannot be compiled for that reason)
+  3  the reference runtime (onnxruntime) is not installed (verify)"""
+
+INPUT_HELP = ("an input: NAME=FILE.npy, NAME=FILE.pb (a serialized TensorProto; SequenceProto or "
+              "OptionalProto for such inputs), FILE.npz (arrays keyed by input name) or FILE.pb "
+              "(a TensorProto named after its input); repeat for several. Inputs not given are random")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wraps one-line paragraphs (descriptions); keeps paragraphs with line breaks as written
+    (examples, exit codes)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+        return "\n\n".join(textwrap.indent(p, indent) if "\n" in p else
+                            textwrap.fill(p, width, initial_indent=indent, subsequent_indent=indent)
+                            for p in text.split("\n\n"))
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 1 (2 means unsupported operators here)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _say(args: argparse.Namespace, text: str = "") -> None:
+    if not getattr(args, "quiet", False):
+        print(text)
+
+
+# --- compile ----------------------------------------------------------------------------------
 
 def _compile(args: argparse.Namespace) -> int:
-    from .driver import CompileOptions, compile_model
+    from ._cli_progress import Display, compile_with_stages, stderr_is_tty
+    from .driver import CompileOptions
+    if not os.path.isfile(args.model):
+        raise CliError(f"model file not found: {args.model}")
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
                              march="" if args.portable else args.march, prefix=args.name)
-    start = time.perf_counter()
-    manifest = compile_model(args.model, args.output, options, command=args.command_line)
-    took = time.perf_counter() - start
-    print(f"compiled {args.model} -> {args.output} in {took:.2f}s "
-          f"({manifest['functions']} node functions, arena {manifest['arena_bytes']} bytes)")
-    return 0
+    display = None
+    if not args.quiet and (args.progress or stderr_is_tty()):
+        display = Display(sys.stderr, live=stderr_is_tty())
+    manifest, timer = compile_with_stages(args.model, args.output, options, args.command_line, display)
+    took = timer.end - timer.start
+    _say(args, f"compiled {args.model} -> {args.output} in {took:.2f}s "
+               f"({manifest['functions']} node functions, arena {manifest['arena_bytes']} bytes)")
+    return EXIT_OK
 
 
-def _random_feed(sess) -> dict[str, np.ndarray]:
-    from .compiler import dtypes as dt
-    rng = np.random.default_rng(0)
-    feed = {}
-    for arg in sess.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in arg.shape]
-        dtype = dt.by_name(arg.type[len("tensor("):-1])
-        if dtype.is_float:
-            feed[arg.name] = rng.standard_normal(shape).astype(dtype.np)
-        elif dtype.kind == "bool":
-            feed[arg.name] = rng.integers(0, 2, shape).astype(np.bool_)
-        else:
-            feed[arg.name] = rng.integers(0, 10, shape).astype(dtype.np)
-    return feed
+# --- shared by run, verify and bench -------------------------------------------------------------
 
+def _session(model: str, opt_level: int):
+    from .runtime.options import SessionOptions
+    from .runtime.session import InferenceSession
+    if not os.path.exists(model):
+        raise CliError(f"model not found: {model}")
+    options = SessionOptions()
+    options.graph_optimization_level = opt_level
+    return InferenceSession(model, options)
+
+
+def _feed(sess, args: argparse.Namespace, notes: list[str]) -> tuple[dict[str, Any], list[str]]:
+    from .runtime.loader import read_manifest
+    specs = input_specs(read_manifest(sess.artifact_dir))
+    given = read_inputs(args.input, specs, notes)
+    return build_feed(specs, given, parse_dims(args.dim), args.seed, notes)
+
+
+def _reference_runtime():
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    return onnxruntime
+
+
+def _reference_session(ort, model: str, threads: Optional[int]):
+    if os.path.isdir(model):
+        raise CliError(f"{model} is an artifact folder: onnxruntime needs the .onnx model "
+                       f"(give the model, and the artifact with --artifact)")
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if threads is not None:  # 0: onnxruntime's default
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise CliError(f"onnxruntime cannot load {model}: {_first_line(e)}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _reference_feed(feed: dict[str, Any]) -> dict[str, Any]:
+    """onnxruntime takes string tensors as object arrays and sequences as lists, as onnxc does."""
+    return {k: (v.astype(object) if isinstance(v, np.ndarray) and v.dtype.kind in "US" else v)
+            for k, v in feed.items()}
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-i", "--input", action="append", metavar="[NAME=]FILE", help=INPUT_HELP)
+    p.add_argument("--dim", action="append", metavar="NAME=SIZE",
+                   help="size of a symbolic dim in random inputs (default 1); repeat for several")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("-O", "--opt-level", type=int, default=99, choices=(0, 1, 2, 99),
+                   help="onnxc graph optimization level when compiling a .onnx (default 99)")
+
+
+# --- run ----------------------------------------------------------------------------------------------
 
 def _run(args: argparse.Namespace) -> int:
-    from .runtime.session import InferenceSession
-    sess = InferenceSession(args.model)
-    feed = _random_feed(sess)
-    for item in args.input or []:
-        name, _, path = item.partition("=")
-        feed[name] = np.load(path)
+    if args.output_dir:
+        ensure_dir(args.output_dir)
+    sess = _session(args.model, args.opt_level)
+    notes: list[str] = []
+    feed, lines = _feed(sess, args, notes)
+    for line in lines:
+        print("input " + line)
+    for note in notes:
+        print("note: " + note)
     start = time.perf_counter()
     outputs = sess.run(None, feed)
     took = time.perf_counter() - start
+    names = [o.name for o in sess.get_outputs()]
     for arg, out in zip(sess.get_outputs(), outputs):
-        print(f"{arg.name}: {arg.type} shape={list(out.shape)} "
-              f"mean={float(np.mean(out.astype(np.float64))) if out.size else 0.0:.6g}")
+        print(f"output {arg.name}: {arg.type} {describe(out)} {summary(out)}".rstrip())
     print(f"ran in {took * 1e3:.2f} ms")
-    return 0
+    if args.output_dir:
+        for line in save_outputs(args.output_dir, names, outputs):
+            print("saved " + line)
+    return EXIT_OK
 
+
+# --- verify ---------------------------------------------------------------------------------------------
+
+def _verify(args: argparse.Namespace) -> int:
+    ort = _reference_runtime()
+    if ort is None:
+        print("onnxc: onnxruntime is not installed: verify compares with it "
+              "(pip install onnxruntime)", file=sys.stderr)
+        return EXIT_NO_REFERENCE
+    if not os.path.isfile(args.model):
+        if os.path.isdir(args.model):
+            raise CliError(f"{args.model} is an artifact folder: verify needs the .onnx model "
+                           "(give the artifact with --artifact)")
+        raise CliError(f"model file not found: {args.model}")
+    if args.rtol < 0 or args.atol < 0:
+        raise CliError("--rtol and --atol must be >= 0")
+    sess = _session(args.artifact or args.model, args.opt_level)
+    reference = _reference_session(ort, args.model, None)
+    notes: list[str] = []
+    feed, lines = _feed(sess, args, notes)
+    for line in lines:
+        print("input " + line)
+    for note in notes:
+        print("note: " + note)
+    actual = sess.run(None, feed)
+    try:
+        expected = reference.run(None, _reference_feed(feed))
+    except Exception as e:
+        raise CliError(f"onnxruntime failed to run the model: {_first_line(e)}") from None
+    names = [o.name for o in sess.get_outputs()]
+    ref_names = [o.name for o in reference.get_outputs()]
+    if names != ref_names:
+        raise CliError(f"the outputs differ: onnxc {names}, onnxruntime {ref_names}")
+    rows = []
+    failed = 0
+    for name, a, e in zip(names, actual, expected):
+        c = compare(a, e, args.rtol, args.atol)
+        failed += not c.ok
+        rows.append([name, describe(a), format_error(c.max_abs), format_error(c.max_rel),
+                     "PASS" if c.ok else "FAIL", c.note])
+    _table(["output", "onnxc", "max abs err", "max rel err", "result", "note"], rows)
+    tol = f"rtol={args.rtol:g}, atol={args.atol:g}"
+    if failed:
+        print(f"FAIL: {failed} of {len(rows)} output(s) differ from onnxruntime ({tol})")
+        return EXIT_ERROR
+    print(f"PASS: {len(rows)} output(s) match onnxruntime ({tol})")
+    return EXIT_OK
+
+
+def _table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    for r in [header] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+# --- bench ------------------------------------------------------------------------------------------------
+
+def _time_runs(run, warmup: int, runs: int) -> np.ndarray:
+    for _ in range(warmup):
+        run()
+    times = np.empty(runs)
+    for k in range(runs):
+        start = time.perf_counter()
+        run()
+        times[k] = time.perf_counter() - start
+    return times * 1e3
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.runs < 1 or args.warmup < 0:
+        raise CliError("--runs must be >= 1 and --warmup >= 0")
+    if args.threads < 0:
+        raise CliError("--threads must be >= 0")
+    ort = None if args.no_reference else _reference_runtime()
+    if ort is None and not args.no_reference:
+        print("note: onnxruntime is not installed: timing onnxc alone")
+    onnx_model = args.model if os.path.isfile(args.model) else None
+    if ort is not None and onnx_model is None:
+        print("note: an artifact folder has no .onnx model for onnxruntime: timing onnxc alone "
+              "(give the model, and the artifact with --artifact)")
+        ort = None
+    sess = _session(args.artifact or args.model, args.opt_level)
+    reference = _reference_session(ort, onnx_model, args.threads) if ort is not None else None
+    notes: list[str] = []
+    feed, lines = _feed(sess, args, notes)
+    for line in lines:
+        print("input " + line)
+    for note in notes:
+        print("note: " + note)
+    results = [("onnxc", _time_runs(lambda: sess.run(None, feed), args.warmup, args.runs))]
+    if reference is not None:
+        ref_feed = _reference_feed(feed)
+        try:
+            results.append(("onnxruntime", _time_runs(lambda: reference.run(None, ref_feed), args.warmup,
+                                                      args.runs)))
+        except Exception as e:
+            raise CliError(f"onnxruntime failed to run the model: {_first_line(e)}") from None
+    print(f"{args.runs} timed run(s) after {args.warmup} warmup run(s); onnxc runs on one thread")
+    if reference is not None:
+        threads = (f"intra_op_num_threads={args.threads}" if args.threads
+                   else "intra_op_num_threads=0 (its default: one per core)")
+        fair = " for a single-thread comparison" if args.threads == 1 else ""
+        print(f"onnxruntime: CPUExecutionProvider, {threads}, inter_op_num_threads=1{fair} (--threads)")
+    stats = {name: (float(t.min()), float(np.median(t)), float(np.percentile(t, 90))) for name, t in results}
+    rows = [[name, *(f"{v:.3f}" for v in values)] for name, values in stats.items()]
+    if reference is not None:
+        rows.append(["onnxc/onnxruntime", *(f"{a / b:.2f}" if b > 0 else "-"
+                                            for a, b in zip(stats["onnxc"], stats["onnxruntime"]))])
+    _table(["", "min ms", "median ms", "p90 ms"], rows)
+    return EXIT_OK
+
+
+# --- info and ops ----------------------------------------------------------------------------------------
 
 def _model_info(path: str) -> int:
     """Every op a model uses (bodies included), with node counts and whether onnxc supports it."""
@@ -85,9 +302,9 @@ def _model_info(path: str) -> int:
     if missing:
         print(f"{len(missing)} operator(s) not supported: " + ", ".join(
             f"{d or 'ai.onnx'}::{o}" for d, o, _ in sorted(missing)))
-        return 2
+        return EXIT_UNSUPPORTED
     print("every operator is supported")
-    return 0
+    return EXIT_OK
 
 
 def _type_text(tp) -> str:
@@ -107,14 +324,13 @@ def _type_text(tp) -> str:
 
 
 def _info(args: argparse.Namespace) -> int:
-    import os
     from .runtime.loader import read_manifest
     if not os.path.isdir(args.artifact):
         return _model_info(args.artifact)
     manifest = read_manifest(args.artifact)
     print(json.dumps({k: manifest[k] for k in ("onnxc_version", "inputs", "outputs", "arena_bytes",
                                                 "functions", "toolchain")}, indent=2))
-    return 0
+    return EXIT_OK
 
 
 def _ops(args: argparse.Namespace) -> int:
@@ -122,43 +338,154 @@ def _ops(args: argparse.Namespace) -> int:
     for domain, op, since, until in supported_ops():
         upto = "" if until == MAX_OPSET else str(until)
         print(f"{domain or 'ai.onnx'}::{op} opset {since}-{upto}")
-    return 0
+    return EXIT_OK
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+# --- the parser -----------------------------------------------------------------------------------------
+
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join("  " + line for line in lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .compiler.errors import OnnxcError
-    parser = argparse.ArgumentParser(prog="onnxc", description="Ahead-of-time compiler for ONNX models.")
+    fmt = _Formatter
+    parser = _Parser(
+        prog="onnxc", formatter_class=fmt,
+        description="Ahead-of-time compiler for ONNX models: generated C, built with the system C "
+                    "compiler, run through an onnxruntime-compatible InferenceSession.",
+        epilog=_examples("onnxc compile model.onnx -o build/model",
+                         "onnxc run build/model --input x=x.npy --output-dir out",
+                         "onnxc verify model.onnx",
+                         "onnxc bench model.onnx --runs 100",
+                         "onnxc info model.onnx",
+                         "onnxc ops") + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"onnxc {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("compile", help="compile a model into an artifact folder")
-    p.add_argument("model")
-    p.add_argument("-o", "--output", default="build/model")
-    p.add_argument("-O", "--opt-level", type=int, default=99, help="graph optimization level: 0, 1, 2 or 99")
+    p = sub.add_parser(
+        "compile", formatter_class=fmt, help="compile a model into an artifact folder",
+        description="Compile an ONNX model into an artifact folder: model.c, model.h, libmodel.so, "
+                    "weights.bin and manifest.json. onnxc.InferenceSession(FOLDER) and the other "
+                    "commands load it without compiling. On a terminal the stages (load/check, "
+                    "passes, codegen, C compile) are shown on stderr as they run; a one-line summary "
+                    "goes to stdout.",
+        epilog=_examples("onnxc compile model.onnx -o build/model",
+                         "onnxc compile model.onnx -o build/model -O 1 --portable --quiet",
+                         "onnxc compile model.onnx -o build/net --name net --cflags-opt -O2 --progress"))
+    p.add_argument("model", help="the .onnx model")
+    p.add_argument("-o", "--output", default="build/model", help="artifact folder (default build/model)")
+    p.add_argument("-O", "--opt-level", type=int, default=99, choices=(0, 1, 2, 99),
+                   help="graph optimization level: 0, 1, 2 or 99 (default 99)")
     p.add_argument("--cflags-opt", default="-O3", help="C optimization flag (default -O3)")
     p.add_argument("--march", default="native", help="target CPU for -march (default native)")
     p.add_argument("--portable", action="store_true", help="no -march flag: runs on any CPU of the arch")
-    p.add_argument("--name", default="model", help="prefix of the generated C API symbols")
+    p.add_argument("--name", default="model", help="prefix of the generated C API symbols (default model)")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    shown.add_argument("--progress", action="store_true",
+                       help="show the stages on stderr even when it is not a terminal (one line each)")
     p.set_defaults(func=_compile)
 
-    p = sub.add_parser("run", help="run a model or artifact on random (or given .npy) inputs")
-    p.add_argument("model")
-    p.add_argument("--input", action="append", help="NAME=file.npy")
+    p = sub.add_parser(
+        "run", formatter_class=fmt, help="run a model or artifact on given or random inputs",
+        description="Run a .onnx model (compiled through the cache) or an artifact folder once, on "
+                    "inputs from files or random ones (strings: random words; sequences: two random "
+                    "tensors; optional inputs: left out). Prints each input's origin and each "
+                    "output's type, shape and summary (min/max/mean, true count or first strings).",
+        epilog=_examples("onnxc run build/model",
+                         "onnxc run model.onnx --input x=x.npy --input mask=mask.pb",
+                         "onnxc run model.onnx --input feeds.npz --output-dir out",
+                         "onnxc run model.onnx --dim batch=8 --seed 1") +
+        "\n\n--output-dir writes a tensor as NAME.npy (strings as unicode arrays; bfloat16, float8\n"
+        "and 4-/2-bit types widened to float32/int8/uint8), a sequence as NAME.npz (keys 0, 1, ...)\n"
+        "and a sequence of maps as NAME.json; a None optional output is skipped. File names keep\n"
+        "letters, digits, '.', '_' and '-' of the output name; anything else becomes '_'.")
+    p.add_argument("model", help="a .onnx model or an artifact folder")
+    _add_input_options(p)
+    p.add_argument("--output-dir", metavar="DIR", help="save each output into DIR (created)")
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("info", help="a model's operators (and which are unsupported) or an artifact's manifest")
+    p = sub.add_parser(
+        "verify", formatter_class=fmt, help="compare onnxc with onnxruntime on the same inputs",
+        description="Run a model with onnxc and with onnxruntime on the same inputs (given or random) "
+                    "and compare every output: floats pass within atol + rtol * |expected|, with "
+                    "NaNs and infinities where onnxruntime has them; integers, bools and strings "
+                    "must be equal; sequences compare item by item; dtypes and shapes must match. "
+                    "Prints the max abs and max rel error (over nonzero expected elements) per "
+                    "output. Exit status 0 when every output passes, 1 otherwise, 3 when "
+                    "onnxruntime is not installed.",
+        epilog=_examples("onnxc verify model.onnx",
+                         "onnxc verify model.onnx --rtol 1e-3 --atol 1e-4 --dim batch=4",
+                         "onnxc verify model.onnx --artifact build/model --input feeds.npz"))
+    p.add_argument("model", help="the .onnx model (onnxruntime runs it)")
+    p.add_argument("--artifact", metavar="DIR",
+                   help="run this compiled artifact folder for onnxc instead of compiling the model")
+    _add_input_options(p)
+    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance (default 1e-4)")
+    p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
+    p.set_defaults(func=_verify)
+
+    p = sub.add_parser(
+        "bench", formatter_class=fmt, help="time onnxc against onnxruntime",
+        description="Time a model's runs with onnxc and, when it is installed, onnxruntime, on the "
+                    "same inputs: warmup runs, then --runs timed runs of each; prints min, median "
+                    "and p90 milliseconds and the ratio onnxc/onnxruntime (below 1: onnxc is "
+                    "faster). Times are of the Python run() call, as an application sees them. "
+                    "onnxc runs on one thread, so onnxruntime gets intra_op_num_threads=1 by "
+                    "default for a fair comparison; --threads N changes it (0: onnxruntime's "
+                    "default, one thread per core).",
+        epilog=_examples("onnxc bench model.onnx",
+                         "onnxc bench model.onnx --runs 200 --warmup 20 --dim batch=16",
+                         "onnxc bench model.onnx --threads 0",
+                         "onnxc bench build/model --no-reference"))
+    p.add_argument("model", help="a .onnx model (or an artifact folder: then onnxc alone is timed)")
+    p.add_argument("--artifact", metavar="DIR",
+                   help="time this compiled artifact folder for onnxc instead of compiling the model")
+    _add_input_options(p)
+    p.add_argument("--runs", type=int, default=50, help="timed runs per runtime (default 50)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="onnxruntime intra_op_num_threads (default 1, as onnxc; 0: one per core)")
+    p.add_argument("--no-reference", action="store_true", help="time onnxc alone")
+    p.set_defaults(func=_bench)
+
+    p = sub.add_parser(
+        "info", formatter_class=fmt,
+        help="a model's operators (and which are unsupported) or an artifact's manifest",
+        description="On a .onnx model: its opsets, inputs, outputs and every operator it uses "
+                    "(control-flow bodies too) with node counts, unsupported ones marked; exit "
+                    "status 2 when any is unsupported. On an artifact folder: its manifest "
+                    "(inputs, outputs, arena size, toolchain) as JSON.",
+        epilog=_examples("onnxc info model.onnx", "onnxc info build/model"))
     p.add_argument("artifact", help="a .onnx model or an artifact folder")
     p.set_defaults(func=_info)
 
-    p = sub.add_parser("ops", help="list supported operators")
+    p = sub.add_parser(
+        "ops", formatter_class=fmt, help="list supported operators",
+        description="Every operator onnxc compiles, as DOMAIN::OP with the opset range it supports "
+                    "(an open end: up to the newest opset).",
+        epilog=_examples("onnxc ops", "onnxc ops | grep ::Resize"))
     p.set_defaults(func=_ops)
+    return parser
 
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from .compiler.errors import OnnxcError, UnsupportedError
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, usage errors
+        return e.code if isinstance(e.code, int) else EXIT_ERROR
     args.command_line = " ".join(["onnxc"] + [shlex.quote(a) for a in argv])
     try:
         return args.func(args)
-    except OnnxcError as e:
-        print(f"onnxc: error: {e}", file=sys.stderr)
-        return 1
+    except (OnnxcError, CliError, OSError) as e:
+        stage = getattr(e, "stage", None)  # set by compile: the stage that failed
+        where = f" (during {stage})" if stage else ""
+        print(f"onnxc: error: {e}{where}", file=sys.stderr)
+        return EXIT_UNSUPPORTED if isinstance(e, UnsupportedError) else EXIT_ERROR
+    except KeyboardInterrupt:
+        print("onnxc: interrupted", file=sys.stderr)
+        return 130

@@ -41,13 +41,22 @@ class CompileOptions:
     # specialised for them (SessionOptions.add_free_dimension_override_by_*).
     dim_overrides: tuple[tuple[str, str, int], ...] = ()
     profile: bool = False                  # time each node inside the generated code
+    # Intermediates: "arena" (one planned arena, buffers reused by liveness), "no_reuse" (the
+    # arena without reuse) or "heap" (allocated per run: enable_cpu_mem_arena/mem_pattern off).
+    memory: str = "arena"
+    # Initializer values given by the caller (SessionOptions.add_initializer): name -> digest;
+    # the arrays themselves travel in ``initializers`` (not part of the key).
+    initializer_digests: tuple[tuple[str, str], ...] = ()
 
     def toolchain(self) -> Toolchain:
         return Toolchain(opt=self.opt, march=self.march, extra=list(self.extra_cflags))
 
+    initializers: Optional[dict] = field(default=None, compare=False, repr=False)
+
     def key(self) -> str:
         data = dataclasses.asdict(self)
         data.pop("check_ir")
+        data.pop("initializers")
         return json.dumps(data, sort_keys=True)
 
 
@@ -63,11 +72,14 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
     model = frontend.load_model(source)
     if options.dim_overrides:
         model = frontend.fix_input_dims(model, options.dim_overrides)
+    if options.initializers:
+        model = frontend.replace_initializers(model, options.initializers)
     graph = frontend.build_graph(model)
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
                  disabled=set(options.disabled_passes))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
-                                          version=__version__, profile=options.profile)).emit()
+                                          version=__version__, profile=options.profile,
+                                          memory=options.memory)).emit()
     output_dir = os.fspath(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     toolchain = options.toolchain()
@@ -95,6 +107,7 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
         "options": json.loads(options.key()),
     }
     manifest.update(emitted.extra)   # profile_nodes in profiling builds
+    manifest["nodes"] = [{"name": n.name, "op": n.op_type, "domain": n.domain} for n in graph.nodes]
     _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
     return manifest
 

@@ -68,9 +68,10 @@ class CompiledModel:
         prefix = self.manifest["prefix"]
         self.ffi = _ffi(prefix)
         self.lib = self.ffi.dlopen(os.path.join(folder, self.manifest["library"]))
-        self._fn = {name: getattr(self.lib, f"{prefix}_{name}") for name in
-                    ("context_size", "context_init", "context_release", "run", "free", "error", "terminate", "bind_outputs", "profile",
-                                 "profile_count")}
+        try:
+            self._fn = self._functions(prefix)
+        except AttributeError as e:
+            raise ModelError(f"{folder!r} was built by another onnxc version ({e}); compile the model again") from e
         self._map_weights()
         self.inputs = self.manifest["inputs"]
         self.outputs = self.manifest["outputs"]
@@ -85,6 +86,11 @@ class CompiledModel:
         self._pool: list[Any] = []
         self._prof_stride = 4 + int(self.manifest.get("profile_max_dims", 0))  # ONNXC_PROF_STRIDE
         self._lock = threading.Lock()
+
+    def _functions(self, prefix: str) -> dict[str, Any]:
+        names = ("context_size", "context_init", "context_release", "run", "free", "error", "terminate",
+                 "bind_outputs", "profile", "profile_count")
+        return {name: getattr(self.lib, f"{prefix}_{name}") for name in names}
 
     def _map_weights(self) -> None:
         path = os.path.join(self.folder, self.manifest["weights"])

@@ -4,7 +4,9 @@ from __future__ import annotations
 import enum
 import threading
 import warnings
-from typing import Any
+from typing import Any, Sequence
+
+import numpy as np
 
 from ..compiler.errors import InvalidArgument
 
@@ -59,13 +61,32 @@ CONFIG_KEYS = {
 }
 
 
+class OrtLoggingLevel(enum.IntEnum):
+    ORT_LOGGING_LEVEL_VERBOSE = 0
+    ORT_LOGGING_LEVEL_INFO = 1
+    ORT_LOGGING_LEVEL_WARNING = 2
+    ORT_LOGGING_LEVEL_ERROR = 3
+    ORT_LOGGING_LEVEL_FATAL = 4
+
+
+class Env:
+    """A logging identity shared by the sessions created with ``env=``: their default severity
+    and log id (SessionOptions set explicitly still win)."""
+
+    def __init__(self, log_severity_level: int = 2, log_id: str = "onnxc") -> None:
+        if int(log_severity_level) not in range(5):
+            raise InvalidArgument(f"log_severity_level must be 0 to 4, not {log_severity_level}")
+        self.log_severity_level = int(log_severity_level)
+        self.log_id = str(log_id)
+
+
 class SessionOptions:
     """Options that change how a model is compiled and run. Unknown attributes are refused."""
     __slots__ = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads",
                  "execution_mode", "log_severity_level", "log_verbosity_level", "logid",
                  "enable_profiling", "profile_file_prefix", "optimized_model_filepath",
                  "enable_mem_pattern", "enable_mem_reuse", "enable_cpu_mem_arena",
-                 "use_deterministic_compute", "execution_order", "_config", "_dim_overrides")
+                 "use_deterministic_compute", "execution_order", "_config", "_dim_overrides", "_initializers")
 
     def __init__(self) -> None:
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -85,6 +106,7 @@ class SessionOptions:
         self.execution_order = ExecutionOrder.DEFAULT
         self._config: dict[str, str] = {}
         self._dim_overrides: dict[tuple[str, str], int] = {}
+        self._initializers: dict[str, Any] = {}
 
     def add_session_config_entry(self, key: str, value: str) -> None:
         """As in onnxruntime; a key onnxruntime does not document warns (it would do nothing)."""
@@ -112,6 +134,22 @@ class SessionOptions:
         if int(dim_value) < 0:
             raise InvalidArgument(f"free dimension {dim_denotation!r}: {dim_value} is negative")
         self._dim_overrides[("denotation", str(dim_denotation))] = int(dim_value)
+
+    def add_initializer(self, name: str, val: Any) -> None:
+        """Use ``val`` (an OrtValue or array) for the model's initializer ``name``: the code is
+        compiled with that value (it is a constant of the compiled model, as onnxruntime folds it)."""
+        array = val.numpy() if hasattr(val, "numpy") else val
+        self._initializers[str(name)] = np.array(array, copy=True)
+
+    def add_external_initializers(self, names: Sequence[str], values: Sequence[Any]) -> None:
+        if len(names) != len(values):
+            raise InvalidArgument(f"{len(names)} names but {len(values)} values")
+        for name, val in zip(names, values):
+            self.add_initializer(name, val)
+
+    @property
+    def initializers(self) -> dict:
+        return dict(self._initializers)
 
     @property
     def free_dimension_overrides(self) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import logging
 import os
@@ -17,7 +18,7 @@ from ..compiler.errors import InvalidArgument, RuntimeFailure
 from ..driver import CompileOptions, compile_model
 from . import cache
 from .loader import CompiledModel, read_manifest
-from .options import RunOptions, SessionOptions
+from .options import Env, RunOptions, SessionOptions
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
 
@@ -57,6 +58,22 @@ class NodeArg:
 
 
 @dataclasses.dataclass(frozen=True)
+class AssignedNode:
+    name: str
+    op_type: str
+    domain: str
+
+
+@dataclasses.dataclass(frozen=True)
+class AssignedSubgraph:
+    ep_name: str
+    nodes: list
+
+    def get_nodes(self) -> list[AssignedNode]:
+        return list(self.nodes)
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelMetadata:
     producer_name: str
     graph_name: str
@@ -80,8 +97,13 @@ class InferenceSession:
         init_start = time.monotonic_ns()
         self._sess_options = sess_options or SessionOptions()
         so = self._sess_options
-        self._log = logging.getLogger(f"onnxc.session.{so.logid or f'session{next(_session_ids)}'}")
-        self._log.setLevel(_LEVELS.get(int(so.log_severity_level), logging.WARNING))
+        env = kwargs.pop("env", None)
+        if env is not None and not isinstance(env, Env):
+            raise InvalidArgument("env must be an onnxc.Env")
+        logid = so.logid or (env.log_id if env is not None else "") or f"session{next(_session_ids)}"
+        severity = so.log_severity_level if sess_options is not None or env is None else env.log_severity_level
+        self._log = logging.getLogger(f"onnxc.session.{logid}")
+        self._log.setLevel(_LEVELS.get(int(severity), logging.WARNING))
         self._disabled = _disabled_passes(kwargs.pop("disabled_optimizers", None) or (), self._sess_options)
         for name in kwargs:
             warnings.warn(f"InferenceSession: unknown keyword argument {name!r} is ignored", stacklevel=2)
@@ -119,9 +141,19 @@ class InferenceSession:
     def _compile_options(self) -> CompileOptions:
         overrides = tuple(sorted((kind, key, size) for (kind, key), size
                                  in self._sess_options.free_dimension_overrides.items()))
-        return CompileOptions(optimization_level=int(self._sess_options.graph_optimization_level),
-                              disabled_passes=self._disabled, dim_overrides=overrides,
-                              profile=bool(self._sess_options.enable_profiling))
+        so = self._sess_options
+        memory = "arena"
+        if not so.enable_cpu_mem_arena or not so.enable_mem_pattern:
+            memory = "heap"          # no pre-planned pattern: intermediates allocated per run
+        elif not so.enable_mem_reuse:
+            memory = "no_reuse"      # one arena, no buffer shares bytes with another
+        inits = so.initializers
+        digests = tuple(sorted((name, hashlib.sha256(np.ascontiguousarray(a).tobytes() + str(a.dtype).encode()
+                                                     + str(a.shape).encode()).hexdigest())
+                               for name, a in inits.items()))
+        return CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
+                              dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
+                              initializer_digests=digests, initializers=inits or None)
 
     def _save_optimized(self, source: Any, path: str) -> None:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""
@@ -134,6 +166,8 @@ class InferenceSession:
         model = frontend.load_model(source)
         if options.dim_overrides:
             model = frontend.fix_input_dims(model, options.dim_overrides)
+        if options.initializers:
+            model = frontend.replace_initializers(model, options.initializers)
         graph = frontend.build_graph(model)
         run_pipeline(graph, level=options.optimization_level, disabled=set(options.disabled_passes))
         onnx.save(export_model(graph), os.fspath(path))
@@ -169,6 +203,20 @@ class InferenceSession:
         meta = self._model.manifest["meta"]
         return ModelMetadata(meta["producer_name"], meta["graph_name"], meta["domain"], meta["doc_string"],
                              meta["graph_description"], meta["model_version"], dict(meta["custom_metadata_map"]))
+
+    def set_providers(self, providers: Optional[Sequence[Any]] = None,
+                      provider_options: Optional[Sequence[dict]] = None) -> None:
+        """As in onnxruntime: unknown providers warn; the CPU provider runs the model."""
+        self._providers = self._resolve_providers(providers)
+
+    def get_provider_graph_assignment_info(self) -> list["AssignedSubgraph"]:
+        """Which nodes each provider runs (every node: the CPU provider), when the session config
+        entry ``session.record_ep_graph_assignment_info`` is "1", as onnxruntime requires."""
+        if self._sess_options._config.get("session.record_ep_graph_assignment_info") != "1":
+            raise InvalidArgument("set the session config entry session.record_ep_graph_assignment_info to 1 "
+                                  "to record provider assignments")
+        nodes = [AssignedNode(n["name"], n["op"], n["domain"]) for n in self._model.manifest.get("nodes", [])]
+        return [AssignedSubgraph(CPU, nodes)]
 
     def get_providers(self) -> list[str]:
         return list(self._providers)

@@ -271,3 +271,62 @@ def test_optimized_model_keeps_control_flow_bodies(tmp_path):
              "s0": np.ones(2, np.float32), "lim": np.array(10, np.float32)}
     saved = _optimized_matches(loop_model(), feeds, tmp_path)
     assert saved.graph.node[0].op_type == "Loop"
+
+
+def test_add_initializer_compiles_the_given_value():
+    nodes = [helper.make_node("Add", ["x", "b"], ["y"])]
+    m = make_model(nodes, [("x", T.FLOAT, [3])], [("y", T.FLOAT, [3])],
+                   [helper.make_tensor("b", T.FLOAT, [3], [1, 2, 3])])
+    so = onnxc.SessionOptions()
+    so.add_initializer("b", onnxc.OrtValue.ortvalue_from_numpy(np.array([10, 20, 30], np.float32)))
+    sess = onnxc.InferenceSession(m.SerializeToString(), so)
+    np.testing.assert_array_equal(sess.run(None, {"x": np.ones(3, np.float32)})[0], [11, 21, 31])
+    plain = onnxc.InferenceSession(m.SerializeToString())      # not the cached one with other values
+    np.testing.assert_array_equal(plain.run(None, {"x": np.ones(3, np.float32)})[0], [2, 3, 4])
+    so2 = onnxc.SessionOptions()
+    so2.add_external_initializers(["b"], [np.zeros(3, np.float32)])
+    np.testing.assert_array_equal(onnxc.InferenceSession(m.SerializeToString(), so2)
+                                  .run(None, {"x": np.ones(3, np.float32)})[0], [1, 1, 1])
+    bad = onnxc.SessionOptions()
+    bad.add_initializer("b", np.zeros(4, np.float32))
+    with pytest.raises(onnxc.ModelError, match="initializer 'b'"):
+        onnxc.InferenceSession(m.SerializeToString(), bad)
+
+
+@pytest.mark.parametrize("field,value,check", [
+    ("enable_mem_reuse", False, lambda c: "ARENA_PLANNED" in c),
+    ("enable_cpu_mem_arena", False, lambda c: "#define ARENA_PLANNED 0 " in c),
+    ("enable_mem_pattern", False, lambda c: "#define ARENA_PLANNED 0 " in c),
+])
+def test_memory_options_change_the_plan(field, value, check):
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Relu", ["b"], ["c"]), helper.make_node("Neg", ["c"], ["y"])]
+    m = make_model(nodes, [("x", T.FLOAT, [256])], [("y", T.FLOAT, [256])])
+    so = onnxc.SessionOptions()
+    setattr(so, field, value)
+    sess = onnxc.InferenceSession(m.SerializeToString(), so)
+    x = np.linspace(-1, 1, 256, dtype=np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], -np.maximum(-np.maximum(x, 0), 0))
+    code = open(f"{sess.artifact_dir}/model.c").read()
+    assert check(code)
+    default = open(f"{onnxc.InferenceSession(m.SerializeToString()).artifact_dir}/model.c").read()
+    planned = int(default.split("#define ARENA_PLANNED ")[1].split()[0])
+    if field == "enable_mem_reuse":  # three intermediates, each with its own bytes now
+        assert int(code.split("#define ARENA_PLANNED ")[1].split()[0]) > planned
+
+
+def test_env_set_providers_and_assignment_info(caplog):
+    env = onnxc.Env(log_severity_level=onnxc.OrtLoggingLevel.ORT_LOGGING_LEVEL_INFO, log_id="shared")
+    with caplog.at_level(logging.DEBUG, logger="onnxc"):
+        sess = onnxc.InferenceSession(batch_model().SerializeToString(), env=env)
+    assert any(r.name == "onnxc.session.shared" for r in caplog.records)
+    with pytest.warns(UserWarning, match="not in available provider"):
+        sess.set_providers(["CUDAExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    with pytest.raises(onnxc.InvalidArgument, match="record_ep_graph_assignment_info"):
+        sess.get_provider_graph_assignment_info()
+    so = onnxc.SessionOptions()
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    info = onnxc.InferenceSession(batch_model().SerializeToString(), so).get_provider_graph_assignment_info()
+    assert [s.ep_name for s in info] == ["CPUExecutionProvider"]
+    assert [n.op_type for n in info[0].get_nodes()] == ["Relu", "Add"]
