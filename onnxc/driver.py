@@ -19,6 +19,9 @@ from . import __version__
 from .codegen.c_emitter import CEmitter, EmitOptions
 from .codegen.toolchain import Toolchain
 from .compiler import frontend
+from .compiler.ops import registry
+from .compiler.ops._custom import registrations as custom_registrations
+from .runtime import custom_ops as custom_op_library
 from .compiler.passes.pipeline import run_pipeline
 
 MANIFEST = "manifest.json"
@@ -51,6 +54,8 @@ class CompileOptions:
     def toolchain(self) -> Toolchain:
         return Toolchain(opt=self.opt, march=self.march, extra=list(self.extra_cflags))
 
+    # Custom-op libraries (SessionOptions.register_custom_ops_library): (path, sha256) pairs.
+    custom_ops: tuple[tuple[str, str], ...] = ()
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
 
     def key(self) -> str:
@@ -69,6 +74,12 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
                   options: Optional[CompileOptions] = None, command: Optional[str] = None) -> dict[str, Any]:
     """Compile ``source`` into ``output_dir`` (created; files replaced). Returns the manifest."""
     options = options or CompileOptions()
+    descs = [d for path, _ in options.custom_ops for d in custom_op_library.describe(path)]
+    with registry.extra_ops(custom_registrations(descs)):
+        return _compile(source, output_dir, options, command, descs)
+
+
+def _compile(source, output_dir, options: CompileOptions, command: Optional[str], descs: list) -> dict[str, Any]:
     model = frontend.load_model(source)
     if options.dim_overrides:
         model = frontend.fix_input_dims(model, options.dim_overrides)
@@ -108,6 +119,8 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
     }
     manifest.update(emitted.extra)   # profile_nodes in profiling builds
     manifest["nodes"] = [{"name": n.name, "op": n.op_type, "domain": n.domain} for n in graph.nodes]
+    if descs:  # the table the generated code indexes: which op of which library, in order
+        manifest["custom_ops"] = [{"domain": d.domain, "name": d.name, "library": d.library} for d in descs]
     _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
     return manifest
 

@@ -27,6 +27,7 @@ void {p}_free(void *p);
 const char *{p}_error(const void *ctx);
 void {p}_terminate(void *ctx, int flag);
 void {p}_bind_outputs(void *ctx, void *const *bufs, const int64_t *bytes, int64_t count);
+void {p}_set_custom_ops(void *ctx, const void *const *ops, int64_t count);
 void {p}_profile(void *ctx, int64_t *buf, int64_t cap);
 int64_t {p}_profile_count(const void *ctx);
 size_t {p}_arena_bytes(void);
@@ -62,7 +63,8 @@ def read_manifest(folder: str) -> dict[str, Any]:
 class CompiledModel:
     """A loaded artifact. ``run`` is thread-safe: each concurrent call gets its own context."""
 
-    def __init__(self, folder: str, manifest: dict[str, Any] | None = None) -> None:
+    def __init__(self, folder: str, manifest: dict[str, Any] | None = None,
+                 custom_libraries: tuple[str, ...] = ()) -> None:
         self.folder = folder
         self.manifest = manifest or read_manifest(folder)
         prefix = self.manifest["prefix"]
@@ -85,11 +87,12 @@ class CompiledModel:
             self._fn["seq_free"] = getattr(self.lib, f"{prefix}_seq_free")
         self._pool: list[Any] = []
         self._prof_stride = 4 + int(self.manifest.get("profile_max_dims", 0))  # ONNXC_PROF_STRIDE
+        self._custom = self._custom_table(custom_libraries)
         self._lock = threading.Lock()
 
     def _functions(self, prefix: str) -> dict[str, Any]:
         names = ("context_size", "context_init", "context_release", "run", "free", "error", "terminate",
-                 "bind_outputs", "profile", "profile_count")
+                 "bind_outputs", "profile", "profile_count", "set_custom_ops")
         return {name: getattr(self.lib, f"{prefix}_{name}") for name in names}
 
     def _map_weights(self) -> None:
@@ -103,10 +106,32 @@ class CompiledModel:
                 self._weights_map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             self._weights_ptr = self.ffi.from_buffer("char[]", self._weights_map)
 
+    def _custom_table(self, libraries: tuple[str, ...]) -> Any:
+        """The custom-op descriptions the generated code calls, from the registered libraries."""
+        wanted = self.manifest.get("custom_ops") or []
+        if not wanted:
+            return None
+        from . import custom_ops
+        found: dict[tuple[str, str], int] = {}
+        for path in list(libraries) + sorted({w["library"] for w in wanted}):
+            if os.path.exists(path):
+                for key, address in custom_ops.addresses(path).items():
+                    found.setdefault(key, address)
+        table = self.ffi.new("void *[]", len(wanted))
+        for i, w in enumerate(wanted):
+            address = found.get((w["domain"], w["name"]))
+            if address is None:
+                raise ModelError(f"custom operator {w['domain']}::{w['name']} is not provided by any registered "
+                                 "custom-op library")
+            table[i] = self.ffi.cast("void *", address)
+        return table
+
     def _new_context(self) -> Any:
         ctx = self.ffi.new("char[]", self._fn["context_size"]())
         if self._fn["context_init"](ctx, self._weights_ptr, self._weights_size) != 0:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
+        if self._custom is not None:
+            self._fn["set_custom_ops"](ctx, self._custom, len(self.manifest["custom_ops"]))
         return self.ffi.gc(ctx, self._fn["context_release"])
 
     def _sequence(self, value: Any, kind: str, dtype: dt.DType, keep: list) -> Any:

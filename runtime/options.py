@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import os
 import threading
 import warnings
 from typing import Any, Sequence
@@ -86,7 +87,8 @@ class SessionOptions:
                  "execution_mode", "log_severity_level", "log_verbosity_level", "logid",
                  "enable_profiling", "profile_file_prefix", "optimized_model_filepath",
                  "enable_mem_pattern", "enable_mem_reuse", "enable_cpu_mem_arena",
-                 "use_deterministic_compute", "execution_order", "_config", "_dim_overrides", "_initializers")
+                 "use_deterministic_compute", "execution_order", "_config", "_dim_overrides", "_initializers",
+                 "_custom_libraries")
 
     def __init__(self) -> None:
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -107,6 +109,7 @@ class SessionOptions:
         self._config: dict[str, str] = {}
         self._dim_overrides: dict[tuple[str, str], int] = {}
         self._initializers: dict[str, Any] = {}
+        self._custom_libraries: list[str] = []
 
     def add_session_config_entry(self, key: str, value: str) -> None:
         """As in onnxruntime; a key onnxruntime does not document warns (it would do nothing)."""
@@ -134,6 +137,18 @@ class SessionOptions:
         if int(dim_value) < 0:
             raise InvalidArgument(f"free dimension {dim_denotation!r}: {dim_value} is negative")
         self._dim_overrides[("denotation", str(dim_denotation))] = int(dim_value)
+
+    def register_custom_ops_library(self, library_path: str) -> None:
+        """Use the operators of a custom-op library (the C ABI of onnxc_custom_op.h)."""
+        path = os.path.abspath(os.fspath(library_path))
+        if not os.path.isfile(path):
+            raise InvalidArgument(f"custom-op library {library_path!r} not found")
+        if path not in self._custom_libraries:
+            self._custom_libraries.append(path)
+
+    @property
+    def custom_ops_libraries(self) -> list[str]:
+        return list(self._custom_libraries)
 
     def add_initializer(self, name: str, val: Any) -> None:
         """Use ``val`` (an OrtValue or array) for the model's initializer ``name``: the code is

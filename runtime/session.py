@@ -114,7 +114,7 @@ class InferenceSession:
             read_manifest(folder)
         else:
             folder = self._compile_cached(path_or_bytes, self._compile_options())
-        self._model = CompiledModel(folder)
+        self._model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries))
         self._folder = folder
         if self._sess_options.optimized_model_filepath:
             if self._model_path is not None and os.path.isdir(self._model_path):
@@ -151,9 +151,11 @@ class InferenceSession:
         digests = tuple(sorted((name, hashlib.sha256(np.ascontiguousarray(a).tobytes() + str(a.dtype).encode()
                                                      + str(a.shape).encode()).hexdigest())
                                for name, a in inits.items()))
+        from . import custom_ops
+        libraries = tuple((path, custom_ops.digest(path)) for path in so.custom_ops_libraries)
         return CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
                               dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
-                              initializer_digests=digests, initializers=inits or None)
+                              initializer_digests=digests, initializers=inits or None, custom_ops=libraries)
 
     def _save_optimized(self, source: Any, path: str) -> None:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""
@@ -168,9 +170,14 @@ class InferenceSession:
             model = frontend.fix_input_dims(model, options.dim_overrides)
         if options.initializers:
             model = frontend.replace_initializers(model, options.initializers)
-        graph = frontend.build_graph(model)
-        run_pipeline(graph, level=options.optimization_level, disabled=set(options.disabled_passes))
-        onnx.save(export_model(graph), os.fspath(path))
+        from ..compiler.ops import registry
+        from ..compiler.ops._custom import registrations
+        from . import custom_ops
+        descs = [d for lib, _ in options.custom_ops for d in custom_ops.describe(lib)]
+        with registry.extra_ops(registrations(descs)):
+            graph = frontend.build_graph(model)
+            run_pipeline(graph, level=options.optimization_level, disabled=set(options.disabled_passes))
+            onnx.save(export_model(graph), os.fspath(path))
         self._log.info("optimized model written to %s", path)
 
     @staticmethod

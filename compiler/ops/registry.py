@@ -6,6 +6,8 @@ schema does not know is an error.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -37,9 +39,23 @@ def register(op_type: str, *, since: int = 1, until: int = MAX_OPSET, domain: st
     return deco
 
 
+# Ops registered for one compile only (custom-op libraries): (domain, op_type) -> entries.
+_EXTRA: contextvars.ContextVar[dict] = contextvars.ContextVar("onnxc_extra_ops", default={})
+
+
+@contextlib.contextmanager
+def extra_ops(entries: dict[tuple[str, str], list[tuple[int, int, type["OpDef"]]]]):
+    """Make ``entries`` visible to :func:`lookup` inside the ``with`` block (this thread/context)."""
+    token = _EXTRA.set({**_EXTRA.get(), **entries})
+    try:
+        yield
+    finally:
+        _EXTRA.reset(token)
+
+
 def lookup(domain: str, op_type: str, opset: int) -> Optional["OpDef"]:
     _load_all()
-    for since, until, cls in _REGISTRY.get((domain, op_type), ()):
+    for since, until, cls in list(_EXTRA.get().get((domain, op_type), ())) + _REGISTRY.get((domain, op_type), []):
         if since <= opset <= until:
             return cls()
     return None
