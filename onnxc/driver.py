@@ -56,6 +56,8 @@ class CompileOptions:
 
     # Custom-op libraries (SessionOptions.register_custom_ops_library): (path, sha256) pairs.
     custom_ops: tuple[tuple[str, str], ...] = ()
+    # Only these outputs (RunOptions.only_execute_path_to_fetches): the rest of the graph is dropped.
+    outputs: tuple[str, ...] = ()
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
 
     def key(self) -> str:
@@ -86,6 +88,10 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
     if options.initializers:
         model = frontend.replace_initializers(model, options.initializers)
     graph = frontend.build_graph(model)
+    if options.outputs:
+        keep = [i for i, name in enumerate(graph.output_names) if name in options.outputs]
+        graph.outputs = [graph.outputs[i] for i in keep]
+        graph.output_names = [graph.output_names[i] for i in keep]
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
                  disabled=set(options.disabled_passes))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),

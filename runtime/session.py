@@ -109,6 +109,8 @@ class InferenceSession:
             warnings.warn(f"InferenceSession: unknown keyword argument {name!r} is ignored", stacklevel=2)
         self._providers = self._resolve_providers(providers)
         self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
+        self._source = path_or_bytes
+        self._pruned: dict[tuple[str, ...], CompiledModel] = {}
         if self._model_path is not None and os.path.isdir(self._model_path):
             folder = os.fspath(self._model_path)
             read_manifest(folder)
@@ -260,6 +262,9 @@ class InferenceSession:
         if run_options is not None and run_options.terminate:
             raise RuntimeFailure("Exiting due to terminate flag being set to true.")
         run_start = time.monotonic_ns()
+        if run_options is not None and run_options.only_execute_path_to_fetches and output_names \
+                and set(output_names) != set(self._output_index) and self._profiler is None:
+            return self._run_fetches(tuple(output_names), arrays, run_options)
         profiler = self._profiler
         if profiler is not None and profiler.enabled:
             events: list = []
@@ -278,6 +283,24 @@ class InferenceSession:
         if not output_names:
             return results
         return [results[self._output_index[n]] for n in output_names]
+
+    def _run_fetches(self, names: tuple[str, ...], arrays: list, run_options: RunOptions) -> list[Any]:
+        """Only the nodes the requested outputs need run: a model compiled for those outputs."""
+        key = tuple(sorted(set(names)))
+        model = self._pruned.get(key)
+        if model is None:
+            if self._model_path is not None and os.path.isdir(self._model_path):
+                raise InvalidArgument("only_execute_path_to_fetches needs the ONNX model, not a compiled artifact")
+            options = dataclasses.replace(self._compile_options(), outputs=key)
+            folder = self._compile_cached(self._source, options)
+            model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries))
+            self._pruned[key] = model
+        # the pruned model's inputs: those of the full model it still reads, in the same order
+        wanted = {i["name"] for i in model.inputs}
+        feed = [a for spec, a in zip(self._inputs, arrays) if spec.name in wanted]
+        results = model.run(feed, run_options)
+        by_name = {o["name"]: r for o, r in zip(model.outputs, results)}
+        return [by_name[n] for n in names]
 
     def _run_into(self, output_names: Sequence[str], input_feed: dict[str, Any], buffers: dict[str, np.ndarray],
                   run_options: Optional[RunOptions] = None) -> list[Any]:

@@ -330,3 +330,18 @@ def test_env_set_providers_and_assignment_info(caplog):
     info = onnxc.InferenceSession(batch_model().SerializeToString(), so).get_provider_graph_assignment_info()
     assert [s.ep_name for s in info] == ["CPUExecutionProvider"]
     assert [n.op_type for n in info[0].get_nodes()] == ["Relu", "Add"]
+
+
+def test_only_execute_path_to_fetches_runs_only_what_the_outputs_need():
+    """With the option, asking for `cheap` does not run the failing branch that feeds `other`."""
+    nodes = [helper.make_node("Relu", ["x"], ["cheap"]),
+             helper.make_node("Gather", ["x", "idx"], ["other"], axis=0)]   # fails: index out of range
+    m = make_model(nodes, [("x", T.FLOAT, [3]), ("idx", T.INT64, [1])], [("cheap", T.FLOAT, [3]),
+                                                                         ("other", T.FLOAT, [1])])
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    feed = {"x": np.array([-1, 0, 2], np.float32), "idx": np.array([7], np.int64)}
+    with pytest.raises(onnxc.RuntimeFailure):
+        sess.run(["cheap"], feed)
+    ro = onnxc.RunOptions()
+    ro.only_execute_path_to_fetches = True
+    np.testing.assert_array_equal(sess.run(["cheap"], feed, ro)[0], [0, 0, 2])
