@@ -1,4 +1,4 @@
-"""The ``onnxc`` command line: compile, run, verify, bench, info, ops."""
+"""The ``onnxc`` command line: compile, run, verify, bench, profile, info, ops."""
 from __future__ import annotations
 
 import argparse
@@ -271,6 +271,54 @@ def _bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- profile ----------------------------------------------------------------------------------------------
+
+def _profile(args: argparse.Namespace) -> int:
+    """Compile with profiling, run, write onnxruntime's Chrome trace and summarise it."""
+    import json
+
+    from .runtime.options import SessionOptions
+    from .runtime.session import InferenceSession
+    if args.runs < 1:
+        raise CliError("--runs must be >= 1")
+    if not os.path.isfile(args.model):
+        raise CliError(f"model not found: {args.model} (profile needs the .onnx model)")
+    options = SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = args.prefix
+    sess = InferenceSession(args.model, options)
+    notes: list[str] = []
+    feed, _ = _feed(sess, args, notes)
+    for note in notes:
+        print("note: " + note)
+    for _ in range(args.runs):
+        sess.run(None, feed)
+    path = sess.end_profiling()
+    with open(path, encoding="utf-8") as f:
+        events = json.load(f)
+    runs = [e for e in events if e.get("name") == "model_run"]
+    nodes: dict[tuple[str, str], list[int]] = {}
+    for e in events:
+        if e.get("cat") == "Node":
+            nodes.setdefault((e["name"][:-len("_kernel_time")], e["args"]["op_name"]), []).append(e["dur"])
+    total = sum(sum(d) for d in nodes.values()) or 1
+    print(f"trace: {path} ({len(events)} events, {len(runs)} run(s))")
+    if runs:
+        print(f"model_run: mean {sum(e['dur'] for e in runs) / len(runs) / 1000:.3f} ms")
+    ranked = sorted(nodes.items(), key=lambda kv: -sum(kv[1]))[:args.top]
+    rows = [[name, op, str(len(d)), f"{sum(d) / len(d) / 1000:.3f}", f"{100 * sum(d) / total:.1f}"]
+            for (name, op), d in ranked]
+    print(f"top {len(rows)} node(s) by time:")
+    _table(["node", "op", "calls", "mean ms", "% of node time"], rows)
+    by_op: dict[str, int] = {}
+    for (_, op), d in nodes.items():
+        by_op[op] = by_op.get(op, 0) + sum(d)
+    print("time by operator:")
+    _table(["op", "% of node time"], [[op, f"{100 * t / total:.1f}"]
+                                      for op, t in sorted(by_op.items(), key=lambda kv: -kv[1])])
+    return EXIT_OK
+
+
 # --- info and ops ----------------------------------------------------------------------------------------
 
 def _model_info(path: str) -> int:
@@ -358,6 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "onnxc run build/model --input x=x.npy --output-dir out",
                          "onnxc verify model.onnx",
                          "onnxc bench model.onnx --runs 100",
+                         "onnxc profile model.onnx --top 5",
                          "onnxc info model.onnx",
                          "onnxc ops") + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"onnxc {__version__}")
@@ -449,6 +498,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="onnxruntime intra_op_num_threads (default 1, as onnxc; 0: one per core)")
     p.add_argument("--no-reference", action="store_true", help="time onnxc alone")
     p.set_defaults(func=_bench)
+
+    p = sub.add_parser(
+        "profile", formatter_class=fmt, help="profile a model's nodes (Chrome trace and summary)",
+        description="Compile a model with profiling (every node call timed inside the generated "
+                    "code), run it --runs times on given or random inputs, write onnxruntime's "
+                    "Chrome-trace JSON (open it in chrome://tracing or Perfetto) and print the nodes "
+                    "that took the most time and the time per operator.",
+        epilog=_examples("onnxc profile model.onnx", "onnxc profile model.onnx --runs 20 --top 5 --dim batch=8"))
+    p.add_argument("model", help="the .onnx model")
+    _add_input_options(p)
+    p.add_argument("--runs", type=int, default=10, help="profiled runs (default 10)")
+    p.add_argument("--top", type=int, default=10, help="nodes to list (default 10)")
+    p.add_argument("--prefix", default="onnxc_profile", help="trace file name prefix (default onnxc_profile)")
+    p.set_defaults(func=_profile)
 
     p = sub.add_parser(
         "info", formatter_class=fmt,

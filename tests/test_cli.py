@@ -352,3 +352,21 @@ def test_info_and_ops(capsys, models, artifact):
     assert code == 0 and [i["name"] for i in json.loads(out)["inputs"]] == ["x", "y"]
     code, out, _ = _main(capsys, "ops")
     assert code == 0 and "ai.onnx::Add opset " in out
+
+
+def test_profile_writes_a_trace_and_summarises_it(tmp_path, monkeypatch, capsys):
+    from onnx import TensorProto, helper
+    from helpers import make_model
+    from onnxc.cli import main
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Relu", ["m"], ["y"], name="act")]
+    w = helper.make_tensor("w", TensorProto.FLOAT, [16, 16], [0.01] * 256)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(make_model(nodes, [("x", TensorProto.FLOAT, ["n", 16])], [("y", TensorProto.FLOAT, ["n", 16])],
+                                [w]).SerializeToString())
+    monkeypatch.chdir(tmp_path)
+    assert main(["profile", str(path), "--runs", "3", "--top", "2", "--dim", "n=4"]) == 0
+    out = capsys.readouterr().out
+    assert "3 run(s)" in out and "top 2 node(s)" in out
+    assert "mm" in out and "MatMul" in out and "act" in out
+    traces = list(tmp_path.glob("onnxc_profile_*.json"))
+    assert len(traces) == 1
