@@ -38,6 +38,7 @@ class EmitOptions:
     version: str = ""
     profile: bool = False         # time every node call into the context's profile buffer
     memory: str = "arena"         # "arena", "no_reuse" (no liveness sharing) or "heap"
+    threads: int = 1              # intra-op threads of OpenMP builds
 
 
 @dataclass
@@ -139,6 +140,7 @@ class CEmitter:
             "num_outputs": len(g.outputs),
             "uses_sequences": unit.uses_sequences,
             "profile": self.opt.profile,
+            "threads": max(int(self.opt.threads), 1),
             "profile_max_dims": PROFILE_MAX_DIMS,
         }
         source = render(f"{self.template_dir}/model.c.j2", data)

@@ -47,12 +47,16 @@ class CompileOptions:
     # Intermediates: "arena" (one planned arena, buffers reused by liveness), "no_reuse" (the
     # arena without reuse) or "heap" (allocated per run: enable_cpu_mem_arena/mem_pattern off).
     memory: str = "arena"
+    # Intra-op threads (SessionOptions.intra_op_num_threads): above 1 the code is built with
+    # OpenMP and its heavy loops (GEMM tiles, large elementwise maps) run on that many threads.
+    threads: int = 1
     # Initializer values given by the caller (SessionOptions.add_initializer): name -> digest;
     # the arrays themselves travel in ``initializers`` (not part of the key).
     initializer_digests: tuple[tuple[str, str], ...] = ()
 
     def toolchain(self) -> Toolchain:
-        return Toolchain(opt=self.opt, march=self.march, extra=list(self.extra_cflags))
+        extra = list(self.extra_cflags) + (["-fopenmp"] if self.threads > 1 else [])
+        return Toolchain(opt=self.opt, march=self.march, extra=extra)
 
     # Custom-op libraries (SessionOptions.register_custom_ops_library): (path, sha256) pairs.
     custom_ops: tuple[tuple[str, str], ...] = ()
@@ -96,7 +100,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                  disabled=set(options.disabled_passes))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
-                                          memory=options.memory)).emit()
+                                          memory=options.memory, threads=options.threads)).emit()
     output_dir = os.fspath(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     toolchain = options.toolchain()

@@ -157,7 +157,8 @@ class InferenceSession:
         libraries = tuple((path, custom_ops.digest(path)) for path in so.custom_ops_libraries)
         return CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
                               dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
-                              initializer_digests=digests, initializers=inits or None, custom_ops=libraries)
+                              initializer_digests=digests, initializers=inits or None, custom_ops=libraries,
+                              threads=max(int(so.intra_op_num_threads), 1))
 
     def _save_optimized(self, source: Any, path: str) -> None:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""

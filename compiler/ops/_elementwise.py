@@ -68,8 +68,9 @@ def elementwise_kernel(k: KernelContext, operands: list[TensorRef],
     if flat or out.rank == 0:
         loads = [{"var": n, "compute": t.compute, "expr": t.load("0" if t.numel == 1 and out.numel != 1 else "i")}
                  for n, t in zip(names, operands)]
+        # Elements are independent unless the value calls into the context (string results).
         return k.kernel("c/elementwise.c.j2", flat=True, n=cexpr.lit(out.numel), loads=loads,
-                        out=out.name, value=value)
+                        out=out.name, value=value, parallel="ctx" not in value)
     strides = [broadcast_strides(t, out) for t in operands]
     dims, strides = _coalesce(list(out.dims), strides)
     loads = [{"var": n, "compute": t.compute, "expr": t.load(f"off_{t.name}"), "offset": f"off_{t.name}",
