@@ -174,15 +174,19 @@ def build_graph(model: onnx.ModelProto) -> Graph:
         by_name[vi.name] = v
 
     _add_nodes(graph, g, by_name)
-
+    _add_outputs(graph, g, by_name, "graph")
     for vi in g.output:
-        if vi.name not in by_name:
-            raise ModelError(f"graph output {vi.name!r} is not produced by any node")
-        graph.outputs.append(by_name[vi.name])
-        graph.output_names.append(vi.name)
         if vi.type.WhichOneof("value") not in ("tensor_type", "sequence_type", "optional_type"):
             raise UnsupportedError(f"output {vi.name!r}: only tensors, sequences and optionals are supported")
     return graph
+
+
+def _add_outputs(graph: Graph, g: onnx.GraphProto, scope, where: str) -> None:
+    for vi in g.output:
+        if vi.name not in scope:
+            raise ModelError(f"{where} output {vi.name!r} is not produced by any node")
+        graph.outputs.append(scope[vi.name])
+        graph.output_names.append(vi.name)
 
 
 def _add_initializers(graph: Graph, g: onnx.GraphProto, by_name) -> None:
@@ -259,11 +263,7 @@ def _build_body(outer: Graph, g: onnx.GraphProto, by_name, where: str) -> Graph:
         body.inputs.append(v)
         scope[vi.name] = v
     _add_nodes(body, g, scope)
-    for vi in g.output:
-        if vi.name not in scope:
-            raise ModelError(f"{where}: output {vi.name!r} is not produced by any node")
-        body.outputs.append(scope[vi.name])
-        body.output_names.append(vi.name)
+    _add_outputs(body, g, scope, where)
     return body
 
 
