@@ -269,9 +269,8 @@ class InferenceSession:
         profiler = self._profiler
         if profiler is not None and profiler.enabled:
             events: list = []
-            start = time.monotonic_ns()
             results = self._model.run(arrays, run_options, events)
-            profiler.run_events(start, time.monotonic_ns(), events, run_options.run_tag if run_options else "")
+            profiler.run_events(run_start, time.monotonic_ns(), events, run_options.run_tag if run_options else "")
         else:
             results = self._model.run(arrays, run_options)
         verbose = run_options is not None and int(run_options.log_severity_level) == 0
