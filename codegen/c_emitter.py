@@ -39,6 +39,7 @@ class EmitOptions:
     profile: bool = False         # time every node call into the context's profile buffer
     memory: str = "arena"         # "arena", "no_reuse" (no liveness sharing) or "heap"
     threads: int = 1              # intra-op threads of OpenMP builds
+    inter_threads: int = 0        # above 0: independent nodes of one level run on that many threads
 
 
 @dataclass
@@ -102,6 +103,8 @@ class CEmitter:
         self.entry_inputs = list(graph.inputs) if entry_inputs is None else entry_inputs
         self.outer_ready = outer_ready
         self.outer_dims: list[str] = []
+        self._scratch_base = 0       # where a node's static scratch starts (nodes running together differ)
+        self._scratch_end = 0
         self.is_body = is_body
         self.scope = scope          # prefix of this function's node function names
         self._input_dims = 0
@@ -164,10 +167,14 @@ class CEmitter:
         if any(not v.is_tensor for v in g.values()):
             self.unit.uses_sequences = True
         self._bind_inputs()
-        last_use = self._last_uses()
+        parallel = self.opt.inter_threads > 0 and not is_body and not self.opt.profile
+        # Time for liveness: a node's place, or its level when a level's nodes run together.
+        when = _levels(g) if parallel else {id(n): i for i, n in enumerate(g.nodes)}
+        last_use = self._last_uses(when)
         outputs_of = self._output_slots()
         static_buffers: list[memory.Buffer] = []
-        for step_index, node in enumerate(g.nodes):
+        for node in g.nodes:
+            step_index = when[id(node)]
             for out in node.outputs:
                 if out.const is not None:
                     self._place_const(out)
@@ -187,18 +194,33 @@ class CEmitter:
         for v in self._const_inputs():
             self._place_const(v)
 
-        for step_index, node in enumerate(g.nodes):
-            if all(o.const is not None for o in node.outputs):
-                continue
-            self._emit_node(step_index, node)
-            for v in reads(node):
-                loc = self.locs.get(id(v))
-                if last_use.get(id(v)) == step_index and loc is not None and loc.kind == "heap":
-                    self.steps.append({"kind": "free", "var": loc.var, "free": loc.free})
+        index = {id(n): i for i, n in enumerate(g.nodes)}
+        groups: dict[int, list[Node]] = {}
+        for node in g.nodes:
+            if not all(o.const is not None for o in node.outputs):
+                groups.setdefault(when[id(node)], []).append(node)
+        for time in sorted(groups):
+            nodes = groups[time]
+            start = len(self.steps)
+            self._scratch_base = 0
+            for node in nodes:
+                self._emit_node(index[id(node)], node)
+                if len(nodes) > 1:
+                    self._scratch_base = self._scratch_end  # the next one may run at the same time
+            self._scratch_base = 0
+            if len(nodes) > 1:
+                self._run_together(start, len(nodes))
+            for node in nodes:
+                for v in reads(node):
+                    loc = self.locs.get(id(v))
+                    if last_use.get(id(v)) == time and loc is not None and loc.kind == "heap":
+                        self.steps.append({"kind": "free", "var": loc.var, "free": loc.free})
         for i, v in enumerate(g.outputs):
             self._emit_output(i, v)
 
-        referenced = {a for st in self.steps if st["kind"] == "call" for a in st["args"]} | \
+        calls = [st for st in self.steps if st["kind"] == "call"] + \
+            [c for st in self.steps if st["kind"] == "parallel" for c in st["calls"]]
+        referenced = {a for st in calls for a in st["args"]} | \
             {st["src"] for st in self.steps if st["kind"] == "copy_output"}
         self.unit.referenced |= referenced
         weight_refs = [{"var": loc.var, "ctype": loc.ctype, "offset": loc.offset}
@@ -401,7 +423,7 @@ class CEmitter:
             + out_params + [f"void *restrict {s}" for s, _ in scratch]
         self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
                                     "params": fparams, "body": body})
-        scratch_vars, heap_scratch, offset = [], [], 0
+        scratch_vars, heap_scratch, offset = [], [], self._scratch_base
         for s, size in scratch:
             var = f"{fname}_{s}"
             scratch_vars.append(var)
@@ -414,6 +436,7 @@ class CEmitter:
                 self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
                                    "heap": True, "output": -1, "declare": True})
         self.unit.scratch_bytes = max(self.unit.scratch_bytes, offset)
+        self._scratch_end = offset
         if self_alloc:
             out_args = [f"&{self._slot(v)}" for v in node.outputs] + ["&" + self.dim_var(s) for s in data_syms]
         else:
@@ -499,14 +522,43 @@ class CEmitter:
     def _nbytes_expr(self, v: Value) -> str:
         return cexpr.lit(cexpr.mul(v.dtype.itemsize, *[self.dim(d) for d in v.shape]))
 
-    def _last_uses(self) -> dict[int, int]:
+    def _last_uses(self, when: dict[int, int]) -> dict[int, int]:
         last: dict[int, int] = {}
-        for i, node in enumerate(self.g.nodes):
+        for node in self.g.nodes:
             for v in reads(node):
-                last[id(v)] = i
+                last[id(v)] = max(last.get(id(v), -1), when[id(node)])
+        end = max(when.values(), default=0) + 1
         for v in self.g.outputs:
-            last[id(v)] = len(self.g.nodes)
+            last[id(v)] = end
         return last
+
+    def _run_together(self, start: int, count: int) -> None:
+        """The node calls emitted from ``start`` become one parallel step, when nothing else
+        needs to happen between them (no computed dims, heap scratch, adopted outputs)."""
+        steps = self.steps[start:]
+        calls = [s for s in steps if s["kind"] == "call"]
+        if len(calls) != count or any(s["kind"] not in ("call", "dim", "arena", "alloc") or s.get("declare")
+                                      for s in steps):
+            return
+        self.steps[start:] = [s for s in steps if s["kind"] != "call"] + [{"kind": "parallel", "calls": calls,
+                                                                           "threads": self.opt.inter_threads}]
+
+
+def _levels(g: Graph) -> dict[int, int]:
+    """id(node) -> when it runs: nodes with the same time do not depend on each other
+    (ExecutionMode.ORT_PARALLEL runs them together). A node's level is one more than the
+    deepest node it reads from; nodes with string tensors share the context's string pool,
+    so each gets a time of its own after its level's group."""
+    made_by: dict[int, Node] = {id(o): n for n in g.nodes for o in n.outputs}
+    level: dict[int, int] = {}
+    band = len(g.nodes) + 1
+    when: dict[int, int] = {}
+    for i, n in enumerate(g.nodes):
+        deps = [level[id(made_by[id(v)])] for v in reads(n) if id(v) in made_by]
+        level[id(n)] = max(deps) + 1 if deps else 0
+        strings = any(v.dtype is dt.STRING for v in list(reads(n)) + list(n.outputs))
+        when[id(n)] = level[id(n)] * band + (i + 1 if strings else 0)
+    return when
 
 
 def _ctype(v: Value) -> str:

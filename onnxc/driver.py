@@ -50,12 +50,14 @@ class CompileOptions:
     # Intra-op threads (SessionOptions.intra_op_num_threads): above 1 the code is built with
     # OpenMP and its heavy loops (GEMM tiles, large elementwise maps) run on that many threads.
     threads: int = 1
+    # Inter-op threads (ExecutionMode.ORT_PARALLEL): nodes of one level run together on them.
+    inter_threads: int = 0
     # Initializer values given by the caller (SessionOptions.add_initializer): name -> digest;
     # the arrays themselves travel in ``initializers`` (not part of the key).
     initializer_digests: tuple[tuple[str, str], ...] = ()
 
     def toolchain(self) -> Toolchain:
-        extra = list(self.extra_cflags) + (["-fopenmp"] if self.threads > 1 else [])
+        extra = list(self.extra_cflags) + (["-fopenmp"] if self.threads > 1 or self.inter_threads > 0 else [])
         return Toolchain(opt=self.opt, march=self.march, extra=extra)
 
     # Custom-op libraries (SessionOptions.register_custom_ops_library): (path, sha256) pairs.
@@ -100,7 +102,8 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                  disabled=set(options.disabled_passes))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
-                                          memory=options.memory, threads=options.threads)).emit()
+                                          memory=options.memory, threads=options.threads,
+                                          inter_threads=options.inter_threads)).emit()
     output_dir = os.fspath(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     toolchain = options.toolchain()

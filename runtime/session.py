@@ -158,7 +158,9 @@ class InferenceSession:
         return CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
                               dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
                               initializer_digests=digests, initializers=inits or None, custom_ops=libraries,
-                              threads=max(int(so.intra_op_num_threads), 1))
+                              threads=max(int(so.intra_op_num_threads), 1),
+                              inter_threads=(int(so.inter_op_num_threads) or os.cpu_count() or 2)
+                              if int(so.execution_mode) == 1 else 0)
 
     def _save_optimized(self, source: Any, path: str) -> None:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""

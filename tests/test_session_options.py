@@ -367,3 +367,27 @@ def test_intra_op_threads_build_parallel_code_with_the_same_results():
     want = serial.run(None, {"x": x})[0]
     for _ in range(3):  # the tiles' sums do not depend on the thread count: bit for bit the same
         np.testing.assert_array_equal(parallel.run(None, {"x": x})[0], want)
+
+
+def test_parallel_execution_mode_runs_independent_nodes_together():
+    """Four branches that do not depend on each other: ORT_PARALLEL builds run them in one
+    parallel step, with the results of the sequential build."""
+    rng = np.random.default_rng(9)
+    nodes, inits, outs = [], [], []
+    for b in range(4):
+        w = rng.standard_normal((64, 64)).astype(np.float32)
+        inits.append(helper.make_tensor(f"w{b}", T.FLOAT, [64, 64], w.reshape(-1)))
+        nodes += [helper.make_node("MatMul", ["x", f"w{b}"], [f"m{b}"]), helper.make_node("Tanh", [f"m{b}"], [f"t{b}"])]
+        outs.append(f"t{b}")
+    nodes.append(helper.make_node("Sum", outs, ["y"]))
+    m = make_model(nodes, [("x", T.FLOAT, ["n", 64])], [("y", T.FLOAT, ["n", 64])], inits)
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    want = onnxc.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    so = onnxc.SessionOptions()
+    so.execution_mode = onnxc.ExecutionMode.ORT_PARALLEL
+    so.inter_op_num_threads = 2
+    sess = onnxc.InferenceSession(m.SerializeToString(), so)
+    code = open(f"{sess.artifact_dir}/model.c").read()
+    assert "4 nodes that do not depend on each other, run together" in code
+    for _ in range(5):
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
