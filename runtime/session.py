@@ -107,6 +107,9 @@ class InferenceSession:
         self._disabled = _disabled_passes(kwargs.pop("disabled_optimizers", None) or (), self._sess_options)
         for name in kwargs:
             warnings.warn(f"InferenceSession: unknown keyword argument {name!r} is ignored", stacklevel=2)
+        if int(so.execution_order) != 0:
+            warnings.warn("execution_order: onnxc runs nodes in the graph's topological order (levels of "
+                          "independent nodes together with ORT_PARALLEL); other orders are not offered", stacklevel=2)
         self._providers = self._resolve_providers(providers)
         self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
         self._source = path_or_bytes

@@ -391,3 +391,11 @@ def test_parallel_execution_mode_runs_independent_nodes_together():
     assert "4 nodes that do not depend on each other, run together" in code
     for _ in range(5):
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+
+
+def test_execution_orders_other_than_default_warn():
+    so = onnxc.SessionOptions()
+    so.execution_order = onnxc.ExecutionOrder.MEMORY_EFFICIENT
+    with pytest.warns(UserWarning, match="topological order"):
+        sess = onnxc.InferenceSession(batch_model().SerializeToString(), so)
+    assert sess.run(None, {"x": np.ones((1, 4), np.float32)})[0].tolist() == [[2, 2, 2, 2]]
