@@ -77,16 +77,21 @@ def _fit_dtype(array: np.ndarray, spec: InputSpec, origin: str, notes: list[str]
     return array
 
 
-def _load_npy(path: str) -> np.ndarray:
+def _np_load(path: str, what: str, read):
+    """``read(np.load(path))``, with the CLI's messages for pickled arrays and unreadable files."""
     try:
-        return np.load(path, allow_pickle=False)
+        return read(np.load(path, allow_pickle=False))
     except ValueError as e:
         if "allow_pickle" in str(e):
             raise CliError(f"{path}: object arrays are not read (they need pickle); save strings as a "
                            "unicode array, e.g. np.save(path, np.array(values, dtype=str))") from None
-        raise CliError(f"{path}: not a .npy file: {e}") from None
+        raise CliError(f"{path}: not a {what} file: {e}") from None
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _load_npy(path: str) -> np.ndarray:
+    return _np_load(path, ".npy", lambda array: array)
 
 
 def _load_pb(path: str, spec: Optional[InputSpec]) -> tuple[str, Any]:
@@ -119,16 +124,10 @@ def _load_pb(path: str, spec: Optional[InputSpec]) -> tuple[str, Any]:
 
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
+    def read(archive):
+        with archive:
             return {key: archive[key] for key in archive.files}
-    except ValueError as e:
-        if "allow_pickle" in str(e):
-            raise CliError(f"{path}: object arrays are not read (they need pickle); save strings as "
-                           "unicode arrays") from None
-        raise CliError(f"{path}: not a .npz file: {e}") from None
-    except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror or e}") from None
+    return _np_load(path, ".npz", read)
 
 
 def read_inputs(items: Optional[Sequence[str]], specs: Sequence[InputSpec],

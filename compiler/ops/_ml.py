@@ -45,6 +45,16 @@ def label_type(node: Node) -> dt.DType:
     return dt.STRING if node.attrs.get("classlabels_strings") else dt.INT64
 
 
+def feature_tensor(ctx: InferContext):
+    """Input 0 as a feature tensor of any rank >= 1 (Scaler, Imputer)."""
+    x = ctx.inp(0)
+    if x.dtype not in FEATURE_TYPES:
+        raise ctx.fail(f"X type {x.dtype} is not supported")
+    if not x.shape:
+        raise ctx.fail("X must have at least one dim")
+    return x
+
+
 def check_input(ctx: InferContext, types=FEATURE_TYPES, name: str = "X", matrix: bool = False):
     """The [N, C] (or, unless ``matrix``, [C]) feature input: returns (N, C) dims."""
     x = ctx.inp(0)

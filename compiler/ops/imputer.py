@@ -32,11 +32,7 @@ class Imputer(OpDef):
         return list(ints), int(node.attrs.get("replaced_value_int64", 0))
 
     def infer(self, node, ctx):
-        x = ctx.inp(0)
-        if x.dtype not in _ml.FEATURE_TYPES:
-            raise ctx.fail(f"X type {x.dtype} is not supported")
-        if not x.shape:
-            raise ctx.fail("X must have at least one dim")
+        x = _ml.feature_tensor(ctx)
         self._values(node, ctx, x.dtype)
         return [(x.dtype, x.shape)]
 

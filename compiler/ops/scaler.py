@@ -21,11 +21,7 @@ class Scaler(OpDef):
     foldable = False
 
     def infer(self, node, ctx):
-        x = ctx.inp(0)
-        if x.dtype not in _ml.FEATURE_TYPES:
-            raise ctx.fail(f"X type {x.dtype} is not supported")
-        if not x.shape:
-            raise ctx.fail("X must have at least one dim")
+        x = _ml.feature_tensor(ctx)
         scale, offset = node.attrs.get("scale", ()), node.attrs.get("offset", ())
         if not scale or len(scale) != len(offset):
             raise ctx.fail(f"scale ({len(scale)} values) and offset ({len(offset)}) must be non-empty and match")
