@@ -75,13 +75,14 @@ def _compile(args: argparse.Namespace) -> int:
 
 # --- shared by run, verify and bench -------------------------------------------------------------
 
-def _session(model: str, opt_level: int):
+def _session(model: str, opt_level: int, threads: int = 0):
     from .runtime.options import SessionOptions
     from .runtime.session import InferenceSession
     if not os.path.exists(model):
         raise CliError(f"model not found: {model}")
     options = SessionOptions()
     options.graph_optimization_level = opt_level
+    options.intra_op_num_threads = threads
     return InferenceSession(model, options)
 
 
@@ -240,7 +241,7 @@ def _bench(args: argparse.Namespace) -> int:
         print("note: an artifact folder has no .onnx model for onnxruntime: timing onnxc alone "
               "(give the model, and the artifact with --artifact)")
         ort = None
-    sess = _session(args.artifact or args.model, args.opt_level)
+    sess = _session(args.artifact or args.model, args.opt_level, args.threads)
     reference = _reference_session(ort, onnx_model, args.threads) if ort is not None else None
     notes: list[str] = []
     feed, lines = _feed(sess, args, notes)
@@ -256,7 +257,9 @@ def _bench(args: argparse.Namespace) -> int:
                                                       args.runs)))
         except Exception as e:
             raise CliError(f"onnxruntime failed to run the model: {_first_line(e)}") from None
-    print(f"{args.runs} timed run(s) after {args.warmup} warmup run(s); onnxc runs on one thread")
+    threads = f"{args.threads} thread(s)" if args.threads else "one thread per core"
+    print(f"{args.runs} timed run(s) after {args.warmup} warmup run(s); onnxc: intra_op_num_threads={args.threads} "
+          f"({threads})")
     if reference is not None:
         threads = (f"intra_op_num_threads={args.threads}" if args.threads
                    else "intra_op_num_threads=0 (its default: one per core)")
@@ -481,9 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "same inputs: warmup runs, then --runs timed runs of each; prints min, median "
                     "and p90 milliseconds and the ratio onnxc/onnxruntime (below 1: onnxc is "
                     "faster). Times are of the Python run() call, as an application sees them. "
-                    "onnxc runs on one thread, so onnxruntime gets intra_op_num_threads=1 by "
-                    "default for a fair comparison; --threads N changes it (0: onnxruntime's "
-                    "default, one thread per core).",
+                    "Both runtimes get intra_op_num_threads=--threads (default 1; 0: one thread "
+                    "per core, each runtime's default).",
         epilog=_examples("onnxc bench model.onnx",
                          "onnxc bench model.onnx --runs 200 --warmup 20 --dim batch=16",
                          "onnxc bench model.onnx --threads 0",
@@ -495,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=50, help="timed runs per runtime (default 50)")
     p.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
     p.add_argument("--threads", type=int, default=1,
-                   help="onnxruntime intra_op_num_threads (default 1, as onnxc; 0: one per core)")
+                   help="intra_op_num_threads of both runtimes (default 1; 0: one per core)")
     p.add_argument("--no-reference", action="store_true", help="time onnxc alone")
     p.set_defaults(func=_bench)
 

@@ -81,6 +81,14 @@ class Env:
         self.log_id = str(log_id)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: what thread counts of 0 mean, as in onnxruntime."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+
+
 class SessionOptions:
     """Options that change how a model is compiled and run. Unknown attributes are refused."""
     __slots__ = ("graph_optimization_level", "intra_op_num_threads", "inter_op_num_threads",

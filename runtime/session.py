@@ -18,7 +18,7 @@ from ..compiler.errors import InvalidArgument, RuntimeFailure
 from ..driver import CompileOptions, compile_model
 from . import cache
 from .loader import CompiledModel, read_manifest
-from .options import Env, RunOptions, SessionOptions
+from .options import Env, RunOptions, SessionOptions, usable_cores
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
 
@@ -161,8 +161,8 @@ class InferenceSession:
         return CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
                               dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
                               initializer_digests=digests, initializers=inits or None, custom_ops=libraries,
-                              threads=max(int(so.intra_op_num_threads), 1),
-                              inter_threads=(int(so.inter_op_num_threads) or os.cpu_count() or 2)
+                              threads=int(so.intra_op_num_threads) or usable_cores(),
+                              inter_threads=(int(so.inter_op_num_threads) or usable_cores())
                               if int(so.execution_mode) == 1 else 0)
 
     def _save_optimized(self, source: Any, path: str) -> None:

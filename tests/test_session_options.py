@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 import numpy as np
@@ -359,7 +360,9 @@ def test_intra_op_threads_build_parallel_code_with_the_same_results():
                     helper.make_tensor("k", T.FLOAT, [16, 8, 3, 3], k.reshape(-1)),
                     helper.make_tensor("shape", T.INT64, [4], [2, 8, 64, 128])])
     x = rng.standard_normal((512, 256)).astype(np.float32)
-    serial = onnxc.InferenceSession(m.SerializeToString())
+    one = onnxc.SessionOptions()
+    one.intra_op_num_threads = 1
+    serial = onnxc.InferenceSession(m.SerializeToString(), one)
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = 4
     parallel = onnxc.InferenceSession(m.SerializeToString(), so)
@@ -367,6 +370,13 @@ def test_intra_op_threads_build_parallel_code_with_the_same_results():
     want = serial.run(None, {"x": x})[0]
     for _ in range(3):  # the tiles' sums do not depend on the thread count: bit for bit the same
         np.testing.assert_array_equal(parallel.run(None, {"x": x})[0], want)
+
+
+def test_intra_op_threads_zero_means_one_per_usable_core():
+    sess = onnxc.InferenceSession(batch_model().SerializeToString())
+    cores = len(os.sched_getaffinity(0))
+    assert sess._model.manifest["options"]["threads"] == cores
+    assert ("-fopenmp" in sess._model.manifest["toolchain"]) == (cores > 1)
 
 
 def test_parallel_execution_mode_runs_independent_nodes_together():
