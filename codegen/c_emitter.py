@@ -19,7 +19,7 @@ from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
 from . import cexpr, memory, minifloat
-from .kernel import Kernel, KernelContext, TensorRef
+from .kernel import Kernel, KernelContext, Target, TensorRef
 from .literals import c_literals
 from .names import Mangler, c_string, comment
 from .templates import render
@@ -40,6 +40,7 @@ class EmitOptions:
     memory: str = "arena"         # "arena", "no_reuse" (no liveness sharing) or "heap"
     threads: int = 1              # intra-op threads of OpenMP builds
     inter_threads: int = 0        # above 0: independent nodes of one level run on that many threads
+    target: Target = field(default_factory=Target)  # what lowerings specialise for
 
 
 @dataclass
@@ -191,9 +192,6 @@ class CEmitter:
         for key, off in offsets.items():
             self.locs[key].offset = off
 
-        for v in self._const_inputs():
-            self._place_const(v)
-
         index = {id(n): i for i, n in enumerate(g.nodes)}
         groups: dict[int, list[Node]] = {}
         for node in g.nodes:
@@ -293,15 +291,9 @@ class CEmitter:
     # --- constants ------------------------------------------------------------
     def _loc(self, v: Value) -> _Loc:
         loc = self.locs.get(id(v))
+        if loc is None and id(v) not in self.unit.const_locs and v.const is not None:
+            self._place_const(v)   # constants are placed when first passed: unused ones cost nothing
         return loc if loc is not None else self.unit.const_locs[id(v)]
-
-    def _const_inputs(self) -> list[Value]:
-        seen, out = set(), []
-        for v in [x for n in self.g.nodes for x in n.inputs if x is not None] + list(self.g.outputs):
-            if v.const is not None and id(v) not in self.unit.const_locs and id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
-        return out
 
     def _place_const(self, v: Value) -> None:
         if id(v) in self.unit.const_locs:
@@ -348,7 +340,7 @@ class CEmitter:
                 self._require_value_dims(v)
         for _, v in captures:
             self._require_value_dims(v)
-        k = KernelContext(node, inputs, outputs, self.dim, data_params)
+        k = KernelContext(node, inputs, outputs, self.dim, data_params, self.opt.target)
         k.captures = {id(v): t for t, v in captures}
         k.emit_body = lambda attr: self._emit_body(node, attr, k)
         try:
@@ -403,6 +395,11 @@ class CEmitter:
                 self.steps.append({"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type,
                                    "offset": loc.offset})
 
+        for pname, array in kernel.constants.items():
+            v = Value(self.g.unique_name(f"{node.name or node.op_type}_{pname}"), dt.from_numpy(array.dtype),
+                      tuple(array.shape), array)
+            tensor_args.append((self._tensor_ref(pname, v), v))
+            self._place_const(v)
         for helper in kernel.helpers:
             if helper not in self.unit.helpers:
                 self.unit.helpers.append(helper)

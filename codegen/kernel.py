@@ -67,6 +67,17 @@ class TensorRef:
                 "strides": [cexpr.lit(s) for s in self.strides]}
 
 
+@dataclass(frozen=True)
+class Target:
+    """What lowerings may specialise for: the float32 GEMM micro-kernel tile of the build
+    target (c/helpers/sgemm.c.j2) and whether constant weights are packed for it at compile
+    time (optimization level ALL)."""
+    gemm_mr: int = 4
+    gemm_nr: int = 16
+    prepack: bool = False
+    threads: int = 1       # intra-op threads: kernels that split work size scratch for each
+
+
 @dataclass
 class Kernel:
     """A lowered node: template name (under templates/) and its data."""
@@ -79,12 +90,17 @@ class Kernel:
     scratch: dict[str, CExpr] = field(default_factory=dict)
     # File-level helper templates (static functions) this kernel calls; each is emitted once.
     helpers: list[str] = field(default_factory=list)
+    # Constants the lowering derived from constant inputs (e.g. packed weights): parameter
+    # name -> array; they go to the weights like initializers.
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class KernelContext:
     def __init__(self, node: Node, inputs: list[Optional[TensorRef]], outputs: list[TensorRef],
-                 dim: Callable[[Any], CExpr], data_dims: list[str]) -> None:
+                 dim: Callable[[Any], CExpr], data_dims: list[str], target: Target = Target()) -> None:
         self.node = node
+        self.target = target
+        self.constants: dict[str, np.ndarray] = {}
         self.attrs = node.attrs
         self.inputs = inputs
         self.outputs = outputs
@@ -131,5 +147,13 @@ class KernelContext:
     def unsupported(self, what: str) -> UnsupportedError:
         return UnsupportedError(f"{self.node.label}: {what}")
 
+    def constant(self, name: str, array: np.ndarray) -> str:
+        """A constant derived at compile time, passed to the kernel as parameter ``name``."""
+        taken = {t.name for t in self.inputs + self.outputs if t is not None}
+        if name in taken or name in self.constants:
+            raise ValueError(f"internal: constant parameter {name!r} is already a parameter")
+        self.constants[name] = np.ascontiguousarray(array)
+        return name
+
     def kernel(self, template: str, helpers: tuple[str, ...] = (), **data: Any) -> Kernel:
-        return Kernel(template, data, helpers=list(helpers))
+        return Kernel(template, data, helpers=list(helpers), constants=dict(self.constants))

@@ -27,6 +27,11 @@ class Toolchain:
             flags.append(f"-march={self.march}")
         return flags + list(self.extra)
 
+    def simd(self) -> str:
+        """The float32 SIMD family the generated code compiles to for this target (see
+        c/helpers/simd.c.j2): "avx512f", "avx2", "neon" or "" for portable C."""
+        return simd_family(self.cc, tuple(self.flags()))
+
     def identity(self) -> str:
         """What goes into the cache key: compiler version and flags."""
         return f"{compiler_version(self.cc)}|{' '.join(self.flags())}"
@@ -47,3 +52,28 @@ def compiler_version(cc: str) -> str:
         return out.splitlines()[0] if out else cc
     except (OSError, subprocess.SubprocessError):
         return cc
+
+
+# Rows x columns of the float32 GEMM micro-kernel of each SIMD family (c/helpers/sgemm.c.j2):
+# weights packed at compile time must match the tile the C compiler will pick.
+GEMM_TILE = {"avx512f": (12, 32), "avx2": (6, 16), "neon": (12, 8), "": (4, 16)}
+
+
+@functools.lru_cache(maxsize=None)
+def simd_family(cc: str, flags: tuple[str, ...]) -> str:
+    """Ask the C compiler which target macros these flags define."""
+    if "-DONNXC_NO_SIMD" in flags:
+        return ""
+    wanted = [f for f in flags if f.startswith(("-m", "-std"))] + ["-dM", "-E", "-x", "c", os.devnull]
+    try:
+        out = subprocess.run([cc, *wanted], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    macros = {line.split()[1] for line in out.splitlines() if line.startswith("#define ")}
+    if "__AVX512F__" in macros:
+        return "avx512f"
+    if {"__AVX2__", "__FMA__"} <= macros:
+        return "avx2"
+    if {"__aarch64__", "__ARM_NEON"} <= macros:
+        return "neon"
+    return ""

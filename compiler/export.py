@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 from . import dtypes as dt
 from .errors import UnsupportedError
 from .ir import Graph, Node, Value
-from .ops import registry
+from .ops import _fused, registry
 
 
 def export_model(graph: Graph, producer: str = "onnxc") -> onnx.ModelProto:
@@ -68,7 +68,11 @@ def _graph(g: Graph, top: bool = False) -> onnx.GraphProto:
         return v.name
 
     for n in g.nodes:
-        nodes.append(_node(n, [ref(v) for v in n.inputs]))
+        inputs = [ref(v) for v in n.inputs]
+        if n.domain == _fused.DOMAIN:  # onnxc's internal kernels go out as the standard ops they fuse
+            nodes.extend(n.impl.export(n, inputs, [o.name for o in n.outputs]))
+        else:
+            nodes.append(_node(n, inputs))
         defined.update(id(o) for o in n.outputs)
     outputs = []
     for v, name in zip(g.outputs, g.output_names or [o.name for o in g.outputs]):

@@ -535,9 +535,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _names_a_model(args: Sequence[str]) -> bool:
+    """Whether `onnxc bench` was given a model or artifact (else it runs the benchmark suite)."""
+    return any(not a.startswith("-") and (os.path.exists(a) or a.endswith(".onnx")) for a in args) \
+        or any(a in ("-h", "--help") for a in args[:1]) and False
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from .compiler.errors import OnnxcError, UnsupportedError
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench" and not _names_a_model(argv[1:]):
+        from .benchmarks.cli import main as suite_main   # `onnxc bench` alone: the benchmark suite
+        return suite_main(argv[1:], prog="onnxc bench")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -17,7 +17,8 @@ from typing import Any, Optional
 
 from . import __version__
 from .codegen.c_emitter import CEmitter, EmitOptions
-from .codegen.toolchain import Toolchain
+from .codegen.kernel import Target
+from .codegen.toolchain import GEMM_TILE, Toolchain
 from .compiler import frontend
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
@@ -100,13 +101,16 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
         graph.output_names = [graph.output_names[i] for i in keep]
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
                  disabled=set(options.disabled_passes))
+    toolchain = options.toolchain()
+    mr, nr = GEMM_TILE[toolchain.simd()]
+    target = Target(gemm_mr=mr, gemm_nr=nr, prepack=options.optimization_level >= 99,
+                    threads=max(options.threads, 1))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,
-                                          inter_threads=options.inter_threads)).emit()
+                                          inter_threads=options.inter_threads, target=target)).emit()
     output_dir = os.fspath(output_dir)
     os.makedirs(output_dir, exist_ok=True)
-    toolchain = options.toolchain()
     files = {"model.c": emitted.source, "model.h": emitted.header}
     for name, text in files.items():
         _write_atomic(os.path.join(output_dir, name), text.encode())

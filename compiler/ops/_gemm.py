@@ -9,17 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
 from .. import dtypes as dt
 
 HELPER = "c/helpers/gemm.c.j2"
 
-# Block sizes of c/helpers/gemm.c.j2 (keep in sync).
-MR = 4
+# Block sizes of c/helpers/gemm.c.j2 (keep in sync): the largest of any build target, so that
+# `pack` is big enough whichever SIMD micro-kernel the C compiler picks (float32: MR x NR is
+# 12 x 32 with AVX-512, 6 x 16 with AVX2, 12 x 8 with NEON, 4 x 16 in portable C).
+FEW_ROWS = 4      # fewer rows than this: the operands are used in place, not packed
 KC = 256
-MC = 64
-NR = {"float": 16, "double": 8, "uint32": 16, "uint64": 8}
+MR = {"float": 12, "double": 4, "uint32": 4, "uint64": 4}
+NR = {"float": 32, "double": 8, "uint32": 16, "uint64": 8}
 
 
 @dataclass(frozen=True)
@@ -54,18 +58,45 @@ def native(t: dt.DType) -> bool:
     return t in (dt.FLOAT, dt.DOUBLE, dt.INT32, dt.UINT32, dt.INT64, dt.UINT64)
 
 
-def pack_bytes(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: bool = True) -> CExpr:
+def pack_bytes(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: bool = True,
+               threads: int = 1) -> CExpr:
     """Bytes of ``pack`` one ``onnxc_gemm_*(m, n, k, ...)`` call needs (an upper bound if symbolic).
 
-    few_rows_unpacked: the operands' strides let the helper skip packing when m < MR
-    (B rows contiguous, or B' columns and A rows contiguous)."""
-    nr = NR[g.name]
-    nc = 16 * nr
+    few_rows_unpacked: the operands' strides let the helper skip packing when m < FEW_ROWS
+    (B rows contiguous, or B' columns and A rows contiguous). threads: the float32 GEMM gives
+    each of its threads a part of this size (the other kernels share one)."""
+    one = _pack_bytes_one(g, m, n, k, few_rows_unpacked)
+    return cexpr.mul(one, threads) if g is FLOAT and threads > 1 else one
+
+
+def _pack_bytes_one(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: bool) -> CExpr:
+    nr, mr = NR[g.name], MR[g.name]
+    nc, mc = 16 * nr, 16 * mr
     if isinstance(m, int) and isinstance(n, int) and isinstance(k, int):
-        if m < MR and few_rows_unpacked:
+        if m < FEW_ROWS and few_rows_unpacked:
             return 0
         kc = min(k, KC)
         n_up = min(-(-n // nr) * nr, nc)
-        m_up = min(-(-m // MR) * MR, MC)
+        m_up = min(-(-m // mr) * mr, mc)
         return cexpr.mul(kc * (n_up + m_up), g.size)
-    return KC * (nc + MC) * g.size
+    return KC * (nc + mc) * g.size
+
+
+def pack_rows(a: np.ndarray, mr: int) -> np.ndarray:
+    """A (M x K) as the float32 GEMM's packed A (c/helpers/sgemm.c.j2, ``Ap``): MR-row panels
+    over the whole K, panel q holding A[q * MR + r][k] at k * MR + r; rows past M are 0."""
+    m, k = a.shape
+    rows = -(-m // mr) * mr
+    padded = np.zeros((rows, k), np.float32)
+    padded[:m] = a
+    return padded.reshape(rows // mr, mr, k).transpose(0, 2, 1).reshape(-1)
+
+
+def pack_cols(b: np.ndarray, nr: int) -> np.ndarray:
+    """B (K x N) as the float32 GEMM's packed B (``Bp``): NR-column panels over the whole K,
+    panel p holding B[k][p * NR + j] at k * NR + j; columns past N are 0."""
+    k, n = b.shape
+    cols = -(-n // nr) * nr
+    padded = np.zeros((k, cols), np.float32)
+    padded[:, :n] = b
+    return padded.reshape(k, cols // nr, nr).transpose(1, 0, 2).reshape(-1)

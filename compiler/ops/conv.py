@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
+
+import numpy as np
 
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
@@ -33,6 +35,10 @@ class Conv(OpDef):
         return [(x.dtype, shape)]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
+        return conv_kernel(node, k, **self.conv_args(node, k))
+
+    @staticmethod
+    def conv_args(node: Node, k: KernelContext) -> dict[str, Any]:
         x, w = k.input(0), k.input(1)
         native = _gemm.native(x.dtype)
         mg = per_group(w.dims[0], node.attrs.get("group", 1))
@@ -41,20 +47,26 @@ class Conv(OpDef):
         if k.has_input(2) and k.input(2).dims[0] != w.dims[0]:
             checks.append({"cond": f"{cexpr.lit(k.input(2).dims[0])} != {cexpr.lit(w.dims[0])}",
                            "msg": c_string("Conv: B does not have one value per output channel")})
-        return conv_kernel(node, k, _gemm.gemm_type(x.dtype), x_load=x.dtype.load, x_native=native,
-                           w_load=None if native else w.load("m * {K} + i"), bias=bias,
-                           y_store=None if native else k.out.store("acc[i]"), checks=checks)
+        return {"g": _gemm.gemm_type(x.dtype), "x_load": x.dtype.load, "x_native": native,
+                "w_load": None if native else w.load("m * {K} + i"), "bias": bias,
+                "y_store": None if native else k.out.store("acc[i]"), "checks": checks,
+                "bias_ptr": f"{k.input(2).name} + g * {cexpr.lit(mg)}" if k.has_input(2) else "NULL"}
 
 
 def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str, x_native: bool,
                 w_load: Optional[str], bias: str, y_store: Optional[str],
-                checks: Sequence[dict[str, str]] = ()) -> Kernel:
+                checks: Sequence[dict[str, str]] = (), bias_ptr: str = "NULL",
+                epilogue: Optional[dict[str, Any]] = None) -> Kernel:
     """The ``c/conv.c.j2`` kernel of Conv and ConvInteger.
 
     x_load: format string converting an X element to the GEMM type; x_native: X is already
     that type; w_load: expression (of m and i, ``{K}`` for the row length) filling a converted
     copy of W, or None to use W as is; bias: expression of g and m; y_store: expression of
     ``acc[i]`` storing a GEMM-type result to Y, or None to accumulate into Y directly.
+    float32 Conv takes the epilogue GEMM (c/helpers/sgemm.c.j2): bias_ptr (a C pointer to this
+    group's biases, or NULL) and ``epilogue`` (act, alpha, beta, residual: an input name or
+    None) are applied to each output tile; constant weights are packed at compile time for
+    the target's micro-kernel when ``k.target.prepack``.
     """
     x, w, y = k.input(0), k.input(1), k.out
     group = node.attrs.get("group", 1)
@@ -90,6 +102,17 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         rows = f"onnxc_dim_max(1, {COL_ELEMENTS} / ({cexpr.lit(kk)} * onnxc_dim_max(1, {cexpr.lit(inner)})))"
         width = cexpr.mul(rows, inner)
     cast = "" if g.ctype == w.ctype else f"(const {g.ctype} *)"
+    sgemm = g is _gemm.FLOAT and x.dtype is dt.FLOAT and w_load is None and y_store is None
+    if epilogue is not None and not sgemm:
+        raise k.unsupported("fused epilogues need float32 tensors")
+    epilogue = epilogue or {"act": "ONNXC_ACT_NONE", "alpha": "0.0f", "beta": "0.0f", "residual": None}
+    fused = epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None
+    packed = None
+    mr = k.target.gemm_mr
+    if sgemm and not depthwise and k.target.prepack and w.value is not None and all(
+            isinstance(d, int) for d in (mg, kk)):
+        groups = np.asarray(w.value, np.float32).reshape(group, mg, kk)
+        packed = k.constant("W_packed", np.concatenate([_gemm.pack_rows(a, mr) for a in groups]))
     data = {
         "checks": checks, "ct": g.ctype, "xt": x.ctype, "yt": y.ctype, "gemm": g.fn,
         "N": cexpr.lit(n), "C": cexpr.lit(c), "M": cexpr.lit(m), "G": group, "Cg": cexpr.lit(cg),
@@ -106,8 +129,13 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         "rows": cexpr.lit(rows), "inner": cexpr.lit(inner),
         "full_dst_offset": row_offset([f"o{a}" for a in range(rank - 1)], out_dims),
         "kernel_index": flat_index([f"k{a}" for a in range(rank)], win.kernel),
+        "sgemm": sgemm, "packed": packed, "Mgp": cexpr.lit(-(-mg // mr) * mr) if packed else "0",
+        "bias_ptr": bias_ptr, "epi": epilogue, "fused": fused,
+        "residual": f"{epilogue['residual']} + (n * {cexpr.lit(m)} + g * {cexpr.lit(mg)}) * {cexpr.lit(size_out)}"
+                    if epilogue["residual"] else None,
     }
-    kernel = k.kernel("c/conv.c.j2", helpers=() if depthwise else (_gemm.HELPER,), **data)
+    helpers = (_gemm.HELPER,) if not depthwise or (sgemm and fused) else ()
+    kernel = k.kernel("c/conv.c.j2", helpers=helpers, **data)
     if w_load:
         kernel.scratch["w"] = cexpr.mul(m, kk, g.size)
     if not (direct or depthwise):
@@ -115,5 +143,6 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
     if not depthwise:
-        kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk)
+        kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk,
+                                                  few_rows_unpacked=packed is None, threads=k.target.threads)
     return kernel

@@ -70,7 +70,7 @@ class Gemm(OpDef):
             kernel.scratch["a"] = cexpr.mul(a.numel, g.size)
             kernel.scratch["b"] = cexpr.mul(b.numel, g.size)
             kernel.scratch["acc"] = cexpr.mul(y.numel, g.size)
-        kernel.scratch["pack"] = _gemm.pack_bytes(g, m, n, kk, few_rows_unpacked=not (trans_a and trans_b))
+        kernel.scratch["pack"] = _gemm.pack_bytes(g, m, n, kk, few_rows_unpacked=not (trans_a and trans_b), threads=k.target.threads)
         return kernel
 
     def epilogue(self, node: Node, k: KernelContext, g: _gemm.GemmType, checks: list) -> str:

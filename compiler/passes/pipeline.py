@@ -4,18 +4,23 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..ir import Graph
+from .fuse import fold_batch_norm, fuse_conv_epilogue
 from .infer import fold_constants, infer_shapes
 from .simplify import eliminate_dead_code, remove_identity_like
 from .verify import verify
 
 Pass = Callable[[Graph], None]
 
-# Level 0 runs only what code generation needs; level 1 (BASIC) adds graph cleanups.
+# Level 0 runs only what code generation needs; 1 (BASIC) adds graph cleanups and folds
+# that keep standard ops; 2 (EXTENDED) fuses nodes into onnxc's internal kernels; 99 (ALL)
+# also packs constant weights for the target's GEMM tile (done in lowering: Target.prepack).
 PIPELINE: list[tuple[str, Pass, int]] = [
     ("infer_shapes", infer_shapes, 0),
     ("fold_constants", fold_constants, 1),
     ("remove_identity_like", remove_identity_like, 1),
+    ("fold_batch_norm", fold_batch_norm, 1),
     ("eliminate_dead_code", eliminate_dead_code, 0),
+    ("fuse_conv_epilogue", fuse_conv_epilogue, 2),
 ]
 
 

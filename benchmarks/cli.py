@@ -1,0 +1,111 @@
+"""``main(argv)``: the benchmark suite's command line (``python -m onnxc.benchmarks``, and
+``onnxc bench`` without a model)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from . import gemm, harness, models, report, suite, targets
+
+DEFAULT_JSON = os.path.join("build", "benchmarks.json")
+EPILOG = """examples:
+  python -m onnxc.benchmarks                      the whole suite (takes a while)
+  python -m onnxc.benchmarks --smoke              quick models, few runs, 1 thread (what CI runs)
+  python -m onnxc.benchmarks --models mlp,light_resnet50 --threads 1
+  python -m onnxc.benchmarks --list               the models
+exit status: 0, also when targets are missed (they are reported); 1 with --check-targets and a missed target"""
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = sorted({int(v) for v in text.split(",") if v.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, not {text!r}") from None
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError("thread counts must be >= 1")
+    return values
+
+
+def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="Time onnxc against onnxruntime on a model suite and a GEMM "
+                                            "microbenchmark.")
+    p.add_argument("--smoke", action="store_true",
+                   help="quick models only, few runs, 1 thread, no memory probes, small GEMMs")
+    p.add_argument("--models", help="comma-separated model names (see --list); default: all (--smoke: the quick ones)")
+    p.add_argument("--threads", type=_int_list,
+                   help="comma-separated thread counts; default 1,2 and the usable core count (--smoke: 1)")
+    p.add_argument("--json", default=DEFAULT_JSON, metavar="PATH", help=f"results file (default {DEFAULT_JSON})")
+    p.add_argument("--runs", type=int, metavar="N", help="at least N timed runs per runtime")
+    p.add_argument("--min-seconds", type=float, metavar="S", help="at least S seconds of timed runs per runtime")
+    p.add_argument("--warmup", type=int, metavar="N", help="untimed runs of each runtime first")
+    p.add_argument("--memory", action=argparse.BooleanOptionalAction, default=None,
+                   help="RSS probes in child processes (default: on; off with --smoke)")
+    p.add_argument("--gemm", action=argparse.BooleanOptionalAction, default=True,
+                   help="the GEMM microbenchmark (default: on; small shapes with --smoke)")
+    p.add_argument("--check-targets", action="store_true", help="exit 1 if any target is missed")
+    p.add_argument("--list", action="store_true", help="list the models and exit")
+    return p
+
+
+def _timing(args: argparse.Namespace) -> harness.TimingConfig:
+    base = harness.SMOKE if args.smoke else harness.FULL
+    chosen = {"min_runs": args.runs, "min_seconds": args.min_seconds, "warmup": args.warmup}
+    for name, value in chosen.items():
+        if value is not None and value < 0:
+            raise SystemExit(f"--{name.replace('_', '-')} must be >= 0")
+    return dataclasses.replace(base, **{k: v for k, v in chosen.items() if v is not None})
+
+
+def _default_threads(smoke: bool) -> list[int]:
+    from onnxc.runtime.options import usable_cores
+    return [1] if smoke else sorted({1, 2, usable_cores()})
+
+
+def config_from(args: argparse.Namespace) -> suite.SuiteConfig:
+    shapes = (gemm.SMOKE_SHAPES if args.smoke else gemm.SHAPES) if args.gemm else []
+    return suite.SuiteConfig(threads=args.threads or _default_threads(args.smoke), timing=_timing(args),
+                             memory=args.memory if args.memory is not None else not args.smoke,
+                             gemm_shapes=list(shapes), smoke=args.smoke)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _list_models() -> None:
+    for m in models.MODELS:
+        note = f"quick: smoke mode, target <= {targets.QUICK_LIMIT}" if m.quick else f"target <= {targets.MODEL_LIMIT}"
+        print(f"{m.name:22} {note}")
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m onnxc.benchmarks") -> int:
+    """Runs the suite; ``prog`` names the command in help and in the JSON (``onnxc bench`` passes its own)."""
+    args = parser(prog).parse_args(argv)
+    if args.list:
+        _list_models()
+        return 0
+    names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models else None
+    try:
+        selected = models.select(names, quick_only=args.smoke)
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+        return 2
+    config = config_from(args)
+    start = time.perf_counter()
+    results = suite.run_suite(selected, config, _log)
+    results["wall_s"] = time.perf_counter() - start
+    results["command"] = " ".join([prog, *(argv if argv is not None else sys.argv[1:])])
+    report.print_report(results)
+    folder = os.path.dirname(os.path.abspath(args.json))
+    os.makedirs(folder, exist_ok=True)
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1)
+    print(f"\nresults written to {args.json} ({results['wall_s']:.0f} s)")
+    missed = [t for t in results["targets"] if t["met"] is False]
+    return 1 if args.check_targets and missed else 0

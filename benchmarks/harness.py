@@ -1,0 +1,139 @@
+"""The measurement: onnxc and onnxruntime sessions for one model and thread count, timed
+in the same process with their runs interleaved (A B A B ...), so drift in clock speed,
+cache state or machine load reaches both alike."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from onnxc.runtime.loader import read_manifest
+
+from .sessions import onnxc_session, ort_session
+
+RTOL, ATOL = 1e-3, 1e-4  # outputs of the two runtimes must agree before their times mean anything
+
+
+@dataclasses.dataclass(frozen=True)
+class TimingConfig:
+    """How long to measure. The run count adapts to the model: at least ``min_runs`` timed
+    runs and at least ``min_seconds`` of runs per runtime, at most ``max_runs``."""
+    warmup: int = 5
+    min_runs: int = 10
+    min_seconds: float = 1.5
+    max_runs: int = 20000
+
+
+FULL = TimingConfig()
+SMOKE = TimingConfig(warmup=2, min_runs=5, min_seconds=0.05, max_runs=200)
+
+
+# --- sessions ---------------------------------------------------------------------------------------------
+
+def timed(make: Callable[[], Any]) -> tuple[Any, float]:
+    """``make()`` and the seconds it took."""
+    start = time.perf_counter_ns()
+    value = make()
+    return value, (time.perf_counter_ns() - start) / 1e9
+
+
+@dataclasses.dataclass
+class OnnxcStart:
+    """An onnxc session and what starting it cost."""
+    session: Any
+    compile_s: float        # first session, cold cache: frontend, passes, C compiler
+    cached_load_ms: float   # second session: the artifact from the cache
+    arena_bytes: int        # the planned intermediate arena (the artifact's manifest)
+
+
+def start_onnxc(model_path: str, threads: int) -> OnnxcStart:
+    """Compiles on the (cold, private) cache, then opens a second session that loads the cached
+    artifact: the first time is what a user waits once, the second every later start."""
+    first, compile_s = timed(lambda: onnxc_session(model_path, threads))
+    del first  # the second session loads the same artifact; one resident copy is enough
+    session, load_s = timed(lambda: onnxc_session(model_path, threads))
+    manifest = read_manifest(session.artifact_dir)
+    return OnnxcStart(session, compile_s, load_s * 1e3, int(manifest.get("arena_bytes", 0)))
+
+
+# --- timing -----------------------------------------------------------------------------------------------
+
+def run_count(warmup_ns: list[int], warmup_ns_other: list[int], config: TimingConfig) -> int:
+    """Timed runs so that each runtime gets at least ``min_seconds`` (estimated from the
+    warm-up runs after the first, which pays for first-touch costs)."""
+    estimates = [float(np.median(t[1:] if len(t) > 1 else t)) for t in (warmup_ns, warmup_ns_other)]
+    fastest = max(min(estimates), 1.0)
+    wanted = math.ceil(config.min_seconds * 1e9 / fastest)
+    return int(min(max(config.min_runs, wanted), config.max_runs))
+
+
+def interleaved(run_a: Callable[[], Any], run_b: Callable[[], Any],
+                config: TimingConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Warm-up then timed runs alternating A B A B; nanoseconds of each timed run of each."""
+    warm_a, warm_b = _alternate(run_a, run_b, config.warmup)
+    runs = run_count(warm_a, warm_b, config)
+    times_a, times_b = _alternate(run_a, run_b, runs)
+    return np.array(times_a, np.int64), np.array(times_b, np.int64)
+
+
+def _alternate(run_a: Callable[[], Any], run_b: Callable[[], Any], count: int) -> tuple[list[int], list[int]]:
+    times_a: list[int] = []
+    times_b: list[int] = []
+    clock = time.perf_counter_ns
+    for _ in range(count):
+        start = clock()
+        run_a()
+        middle = clock()
+        run_b()
+        times_a.append(middle - start)
+        times_b.append(clock() - middle)
+    return times_a, times_b
+
+
+def summary_ms(times_ns: np.ndarray) -> dict[str, float]:
+    ms = times_ns / 1e6
+    return {"median_ms": float(np.median(ms)), "p10_ms": float(np.percentile(ms, 10)),
+            "p90_ms": float(np.percentile(ms, 90)), "min_ms": float(ms.min())}
+
+
+# --- one model at one thread count ------------------------------------------------------------------------
+
+def outputs_agree(actual: list[Any], expected: list[Any]) -> tuple[bool, float]:
+    """Whether onnxc's outputs match onnxruntime's (rtol 1e-3, atol 1e-4), and the largest
+    absolute difference: a fast but wrong result must not pass as a speed-up."""
+    worst = 0.0
+    ok = len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        a, e = np.asarray(a), np.asarray(e)
+        if a.shape != e.shape or a.dtype != e.dtype:
+            return False, math.inf
+        if e.size and e.dtype.kind in "fc":
+            worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - e.astype(np.float64)))))
+        ok = ok and bool(np.allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True))
+    return ok, worst
+
+
+def measure(model_path: str, feed: dict[str, np.ndarray], threads: int, config: TimingConfig) -> dict[str, Any]:
+    """Sessions, output check and interleaved timing of one model at one thread count."""
+    start = start_onnxc(model_path, threads)
+    ours = start.session
+    reference, create_s = timed(lambda: ort_session(model_path, threads))
+    match, max_abs_diff = outputs_agree(ours.run(None, feed), reference.run(None, feed))
+    times_onnxc, times_ort = interleaved(lambda: ours.run(None, feed), lambda: reference.run(None, feed), config)
+    onnxc_stats, ort_stats = summary_ms(times_onnxc), summary_ms(times_ort)
+    return {
+        "threads": threads, "runs": len(times_onnxc),
+        "onnxc": onnxc_stats, "onnxruntime": ort_stats,
+        "ratio": onnxc_stats["median_ms"] / ort_stats["median_ms"],
+        "onnxc_compile_s": start.compile_s, "onnxc_cached_load_ms": start.cached_load_ms,
+        "onnxruntime_create_ms": create_s * 1e3, "arena_bytes": start.arena_bytes,
+        "outputs_match": match, "max_abs_diff": max_abs_diff,
+    }
+
+
+def geometric_mean(values: list[float]) -> float:
+    return float(math.exp(sum(math.log(v) for v in values) / len(values))) if values else math.nan

@@ -1,0 +1,28 @@
+"""How each runtime's session is made, in one place so the timing process and the memory
+child processes configure them alike. The runtimes are imported on first use: a memory
+child imports only the one it measures."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def onnxc_session(model_path: str, threads: int) -> Any:
+    """onnxc with ``threads`` intra-op threads (a build with OpenMP when above one)."""
+    import onnxc
+    options = onnxc.SessionOptions()
+    options.intra_op_num_threads = threads
+    return onnxc.InferenceSession(model_path, options)
+
+
+def ort_session(model_path: str, threads: int) -> Any:
+    """onnxruntime as a user would run it: CPU provider, all graph optimisations (the default),
+    ``threads`` intra-op threads and one inter-op thread (sequential execution)."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+
+
+SESSION_MAKERS = {"onnxc": onnxc_session, "onnxruntime": ort_session}

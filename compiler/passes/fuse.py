@@ -1,0 +1,125 @@
+"""Passes that merge nodes into fewer, larger kernels.
+
+fold_batch_norm (BASIC): an inference BatchNormalization after a Conv becomes part of the
+Conv's weights and bias. fuse_conv_epilogue (EXTENDED): a float32 Conv followed by a
+residual Add and/or an activation becomes one FusedConv, whose GEMM applies them to each
+output tile while it is in cache.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..ir import Graph, Node, Value
+from ..ops import _fused
+from ..ops.fused_conv import FusedConv
+
+
+def _sole_reader(graph: Graph, v: Value, consumers: dict[int, list[Node]], outputs: set[int]) -> Optional[Node]:
+    """The one node that reads ``v``, if ``v`` has exactly one reader and is no graph output."""
+    readers = consumers.get(id(v), [])
+    if len(readers) != 1 or id(v) in outputs or v.const is not None:
+        return None
+    return readers[0]
+
+
+def fold_batch_norm(graph: Graph) -> None:
+    """Conv -> BatchNormalization (inference mode, constant parameters): the Conv's weights
+    scaled by gamma / sqrt(var + eps) per output channel, its bias (b - mean) * that + beta."""
+    consumers = graph.consumers()
+    outputs = {id(v) for v in graph.outputs}
+    dead: set[int] = set()
+    for bn in graph.nodes:
+        if bn.op_type != "BatchNormalization" or bn.domain or len(bn.outputs) != 1:
+            continue
+        if bn.attrs.get("training_mode", 0) or bn.attrs.get("spatial", 1) != 1:
+            continue
+        conv = bn.inputs[0].producer
+        if conv is None or conv.op_type != "Conv" or conv.domain or id(conv) in dead:
+            continue
+        if _sole_reader(graph, conv.outputs[0], consumers, outputs) is not bn:
+            continue
+        w = conv.inputs[1].const if conv.inputs[1] is not None else None
+        params = [v.const if v is not None else None for v in bn.inputs[1:5]]
+        bias = conv.input(2)
+        if w is None or any(p is None for p in params) or (bias is not None and bias.const is None):
+            continue
+        if conv.outputs[0].dtype not in (dt.FLOAT, dt.DOUBLE):
+            continue
+        scale, beta, mean, var = (np.asarray(p, np.float64).reshape(-1) for p in params)
+        m = w.shape[0]
+        if any(p.size != m for p in (scale, beta, mean, var)):
+            continue
+        factor = scale / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
+        b = np.zeros(m) if bias is None else np.asarray(bias.const, np.float64).reshape(-1)
+        np_type = w.dtype
+        new_w = (w.astype(np.float64) * factor.reshape((m,) + (1,) * (w.ndim - 1))).astype(np_type)
+        new_b = ((b - mean) * factor + beta).astype(np_type)
+        w_value = graph.new_value(conv.inputs[1].name + "_bn", conv.inputs[1].dtype, tuple(w.shape), new_w)
+        b_value = graph.new_value((bias.name if bias is not None else conv.outputs[0].name) + "_bias_bn",
+                                  conv.inputs[1].dtype, (m,), new_b)
+        conv.inputs = [conv.inputs[0], w_value, b_value]
+        graph.replace_uses(bn.outputs[0], conv.outputs[0])
+        dead.add(id(bn))
+    graph.remove_nodes(dead)
+
+
+def fuse_conv_epilogue(graph: Graph) -> None:
+    """Conv -> [Add of a same-shape tensor] -> [activation], on float32: one FusedConv."""
+    consumers = graph.consumers()
+    outputs = {id(v) for v in graph.outputs}
+    replaced: dict[int, Node] = {}   # id(last node of a pattern) -> its FusedConv
+    dead: set[int] = set()
+    for conv in graph.nodes:
+        if conv.op_type != "Conv" or conv.domain or conv.outputs[0].dtype is not dt.FLOAT or id(conv) in dead:
+            continue
+        y = conv.outputs[0]
+        pattern, residual = [conv], None
+        add = _sole_reader(graph, y, consumers, outputs)
+        if add is not None and add.op_type == "Add" and not add.domain and len(add.inputs) == 2:
+            other = add.inputs[1] if add.inputs[0] is y else add.inputs[0]
+            if other is not y and other.dtype is dt.FLOAT and other.shape == y.shape \
+                    and add.outputs[0].shape == y.shape:
+                pattern.append(add)
+                residual = other
+        activation = _activation(graph, pattern[-1].outputs[0], consumers, outputs)
+        if activation is not None:
+            pattern += activation[2]
+        if len(pattern) == 1 or any(id(n) in dead for n in pattern):
+            continue
+        attrs = dict(conv.attrs)
+        attrs["activation"], attrs["activation_params"] = activation[:2] if activation else ("", ())
+        inputs = (list(conv.inputs) + [None, None])[:3]
+        last = pattern[-1]
+        fused = Node("FusedConv", _fused.DOMAIN, conv.name, inputs + [residual], [last.outputs[0]], attrs,
+                     opset=1, impl=FusedConv(), version=1)
+        last.outputs[0].producer = fused
+        replaced[id(last)] = fused
+        dead.update(id(n) for n in pattern)
+    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dead or id(n) in replaced]
+
+
+def _activation(graph: Graph, v: Value, consumers: dict[int, list[Node]],
+                outputs: set[int]) -> Optional[tuple[str, tuple[float, ...], list[Node]]]:
+    """The activation applied to ``v`` by its only reader(s): name, params and its nodes."""
+    readers = consumers.get(id(v), [])
+    if id(v) in outputs:
+        return None
+    if len(readers) == 1:
+        node = readers[0]
+        found = _fused.activation_of(node, lambda i: node.input(i).const if node.input(i) is not None else None)
+        if found is None or node.inputs[0] is not v or node.outputs[0].dtype is not dt.FLOAT:
+            return None
+        return found[0], found[1], [node]
+    if len(readers) == 2:  # SiLU: Mul(v, Sigmoid(v))
+        sigmoid = next((n for n in readers if n.op_type == "Sigmoid" and not n.domain), None)
+        mul = next((n for n in readers if n.op_type == "Mul" and not n.domain), None)
+        if sigmoid is None or mul is None or len(mul.inputs) != 2:
+            return None
+        s = sigmoid.outputs[0]
+        if _sole_reader(graph, s, consumers, outputs) is not mul or {id(x) for x in mul.inputs} != {id(v), id(s)}:
+            return None
+        return "Swish", (), [sigmoid, mul]
+    return None

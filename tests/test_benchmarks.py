@@ -1,0 +1,156 @@
+"""The benchmark harness (benchmarks/): its smoke mode end to end, and its model builders
+(valid ONNX, onnxc agreeing with onnxruntime). The heavy models are checked at reduced size
+or once (one light-zoo model), so this file stays within a few minutes on two cores."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import math
+import os
+import sys
+from types import ModuleType
+
+import numpy as np
+import onnx
+import pytest
+
+import onnxc
+from helpers import run_ort
+
+
+def _benchmarks_package() -> str:
+    """The harness's package name: ``onnxc.benchmarks`` once installed under onnxc, else the
+    repository's ``benchmarks`` folder, loaded from its path (the repository root is not put
+    on sys.path, where its top-level folders would shadow other modules)."""
+    try:
+        importlib.import_module("onnxc.benchmarks")
+        return "onnxc.benchmarks"
+    except ModuleNotFoundError as e:
+        if e.name != "onnxc.benchmarks":
+            raise
+    if "benchmarks" not in sys.modules:
+        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+        spec = importlib.util.spec_from_file_location("benchmarks", os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["benchmarks"] = package
+        spec.loader.exec_module(package)
+    return "benchmarks"
+
+
+PACKAGE = _benchmarks_package()
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"{PACKAGE}.{name}")
+
+
+cli, models, targets = _module("cli"), _module("models"), _module("targets")
+QUICK = [m.name for m in models.MODELS if m.quick]
+
+
+def _run_main(tmp_path, *args: str) -> dict:
+    path = tmp_path / "bench.json"
+    assert cli.main([*args, "--json", str(path)]) == 0
+    return json.loads(path.read_text())
+
+
+def _assert_timed(entry: dict) -> None:
+    assert "error" not in entry, entry.get("error")
+    for runtime in ("onnxc", "onnxruntime"):
+        assert entry[runtime]["median_ms"] > 0
+        assert entry[runtime]["p10_ms"] <= entry[runtime]["median_ms"] <= entry[runtime]["p90_ms"]
+    assert math.isfinite(entry["ratio"]) and entry["ratio"] > 0
+    assert entry["runs"] >= 5 and entry["onnxc_compile_s"] > 0 and entry["onnxc_cached_load_ms"] > 0
+    assert entry["outputs_match"], f"max abs diff {entry['max_abs_diff']}"
+
+
+def test_smoke_mode_times_every_quick_model(tmp_path):
+    results = _run_main(tmp_path, "--smoke")
+    assert results["config"]["smoke"] and results["config"]["threads"] == [1]
+    assert sorted(results["models"]) == sorted(QUICK)
+    for name in QUICK:
+        _assert_timed(results["models"][name]["threads"]["1"])
+    assert results["geomean"]["1"] > 0
+    assert results["gemm"] and all(e["onnxc_gflops"] > 0 and e["numpy_gflops"] > 0 for e in results["gemm"])
+    assert results["machine"]["usable_cores"] >= 1 and results["machine"]["onnxruntime"]
+    assert {t["met"] for t in results["targets"]} <= {True, False, None}
+
+
+def test_memory_probes_and_two_threads(tmp_path):
+    results = _run_main(tmp_path, "--smoke", "--models", "mlp", "--threads", "1,2", "--memory", "--no-gemm")
+    for threads in ("1", "2"):
+        entry = results["models"]["mlp"]["threads"][threads]
+        _assert_timed(entry)
+        for runtime in ("onnxc", "onnxruntime"):
+            probe = entry["memory"][runtime]
+            assert "error" not in probe, probe.get("error")
+            assert probe["baseline_rss_bytes"] > 0 and probe["peak_rss_delta_bytes"] >= 0
+    assert "gemm" not in results
+
+
+def test_smoke_defaults_and_overrides():
+    smoke = cli.config_from(cli.parser().parse_args(["--smoke"]))
+    assert smoke.threads == [1] and not smoke.memory and smoke.timing.min_runs < cli.harness.FULL.min_runs
+    full = cli.config_from(cli.parser().parse_args(["--threads", "2,1", "--runs", "3", "--no-gemm"]))
+    assert full.threads == [1, 2] and full.memory and full.timing.min_runs == 3 and full.gemm_shapes == []
+
+
+def _fake_results(ratios: dict[str, float], gemm_fraction: float) -> dict:
+    entries = {name: {"quick": name in QUICK, "threads": {"1": {"ratio": r, "outputs_match": True}}}
+               for name, r in ratios.items()}
+    log_mean = sum(math.log(r) for r in ratios.values()) / len(ratios)
+    gemm = [{"m": 1024, "k": 1024, "n": 1024, "b": b, "threads": 1, "onnxc_over_numpy": gemm_fraction}
+            for b in ("weight", "input")]
+    return {"models": entries, "geomean": {"1": math.exp(log_mean)}, "gemm": gemm}
+
+
+def test_targets_report_met_missed_and_unmeasured():
+    met = {t["target"]: t["met"] for t in targets.evaluate(_fake_results({"mlp": 0.4, "bert_encoder": 0.8}, 0.9))}
+    at_one = [m for t, m in met.items() if "at 1 thread" in t and "GEMM" not in t]
+    assert at_one and all(at_one)
+    assert all(m is None for t, m in met.items() if "at 2 threads" in t)
+    missed = [t for t in targets.evaluate(_fake_results({"mlp": 0.6, "bert_encoder": 1.4}, 0.5)) if t["met"] is False]
+    texts = " | ".join(t["target"] for t in missed)
+    assert "under 1 ms" in texts and "no model above" in texts and "GEMM" in texts and "geometric" in texts
+
+
+# --- the builders -------------------------------------------------------------------------------------------
+
+BUILDERS = [(name, {}) for name in QUICK] + [
+    ("bert_encoder", {"layers": 1}),   # the full 4 layers only repeat this one
+    ("yolo_detector", {}),
+    ("light_squeezenet", {}),          # one light-zoo model: the others take long to compile
+]
+
+
+def _build(name: str, kwargs: dict) -> tuple[onnx.ModelProto, dict]:
+    entry = models.select([name])[0]
+    if name == "bert_encoder":
+        model = models.bert_encoder(**kwargs)
+    else:
+        model = entry.build()
+    return model, entry.feed(model)
+
+
+@pytest.mark.parametrize("name, kwargs", BUILDERS, ids=[b[0] for b in BUILDERS])
+def test_builder_is_valid_and_onnxc_matches_onnxruntime(name, kwargs):
+    model, feed = _build(name, kwargs)
+    onnx.checker.check_model(model, full_check=True)
+    initialized = {i.name for i in model.graph.initializer}
+    assert not [i.name for i in model.graph.input if i.name in initialized], "initializers listed as inputs"
+    assert all(np.all(np.isfinite(v)) for v in feed.values())
+    expected = run_ort(model, feed)
+    actual = onnxc.InferenceSession(model.SerializeToString()).run(None, feed)
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        np.testing.assert_allclose(a, e, rtol=1e-3, atol=1e-4)
+
+
+def test_builders_are_deterministic():
+    first, second = models.tiny_cnn(), models.tiny_cnn()
+    assert first.SerializeToString() == second.SerializeToString()
+    model = models.mlp()
+    np.testing.assert_array_equal(models.random_feed(model)["x"], models.random_feed(model)["x"])

@@ -1,0 +1,142 @@
+"""The fusion passes (compiler/passes/fuse.py) as Before -> Expected IR, and the fused
+kernels against onnxruntime at every optimization level."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+import onnxc
+from helpers import make_model
+from onnxc.compiler.frontend import build_graph
+from onnxc.compiler.passes.fuse import fold_batch_norm, fuse_conv_epilogue
+from onnxc.compiler.passes.infer import infer_shapes
+from onnxc.compiler.passes.verify import verify
+
+RNG = np.random.default_rng(3)
+
+
+def _init(name, *shape, positive=False):
+    value = RNG.uniform(0.5, 1.5, shape) if positive else RNG.standard_normal(shape) * 0.3
+    return numpy_helper.from_array(value.astype(np.float32), name)
+
+
+def _bn_inits(c):
+    return [_init("gamma", c, positive=True), _init("beta", c), _init("mean", c), _init("var", c, positive=True)]
+
+
+def residual_block(activation: str = "Relu") -> onnx.ModelProto:
+    """conv -> BN -> relu -> conv (+ x) -> activation: a ResNet basic block."""
+    act = [helper.make_node(activation, ["sum"], ["y"])]
+    if activation == "Swish":  # x * sigmoid(x), as exporters write SiLU
+        act = [helper.make_node("Sigmoid", ["sum"], ["sig"]), helper.make_node("Mul", ["sum", "sig"], ["y"])]
+    if activation == "Clip":
+        act = [helper.make_node("Clip", ["sum", "lo", "hi"], ["y"])]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("BatchNormalization", ["c1", "gamma", "beta", "mean", "var"], ["b1"], name="bn1"),
+             helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2", "bias2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+             helper.make_node("Add", ["c2", "x"], ["sum"], name="add")] + act
+    inits = [_init("w1", 8, 8, 3, 3), _init("w2", 8, 8, 3, 3), _init("bias2", 8), *_bn_inits(8),
+             numpy_helper.from_array(np.array(-0.5, np.float32), "lo"),
+             numpy_helper.from_array(np.array(0.7, np.float32), "hi")]
+    return make_model(nodes, [("x", T.FLOAT, [2, 8, 10, 10])], [("y", T.FLOAT, [2, 8, 10, 10])], inits, opset=17)
+
+
+def graph_of(model):
+    g = build_graph(model)
+    infer_shapes(g)
+    verify(g)
+    return g
+
+
+def test_batch_norm_folds_into_the_conv_before_it():
+    g = graph_of(residual_block())
+    fold_batch_norm(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[2,8,10,10])
+  c1: float[2,8,10,10] = Conv(x, w1_bn, c1_bias_bn)
+  r1: float[2,8,10,10] = Relu(c1)
+  c2: float[2,8,10,10] = Conv(r1, w2, bias2)
+  sum: float[2,8,10,10] = Add(c2, x)
+  y: float[2,8,10,10] = Relu(sum)
+  return y"""
+
+
+def test_conv_residual_add_and_activation_fuse_into_one_kernel():
+    g = graph_of(residual_block())
+    fold_batch_norm(g)
+    fuse_conv_epilogue(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[2,8,10,10])
+  r1: float[2,8,10,10] = FusedConv(x, w1_bn, c1_bias_bn, _)
+  y: float[2,8,10,10] = FusedConv(r1, w2, bias2, x)
+  return y"""
+    assert [n.attrs["activation"] for n in g.nodes] == ["Relu", "Relu"]
+
+
+def test_a_conv_output_read_twice_is_not_fused():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Add", ["c", "r"], ["y"])]
+    g = graph_of(make_model(nodes, [("x", T.FLOAT, [1, 2, 4, 4])], [("y", T.FLOAT, [1, 3, 4, 4])],
+                            [_init("w", 3, 2, 1, 1)]))
+    before = g.dump()
+    fuse_conv_epilogue(g)
+    assert g.dump() == before
+
+
+def _ort(model, feed):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), so).run(None, feed)
+
+
+@pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", "Swish"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fused_blocks_match_onnxruntime_at_every_level(activation, threads):
+    model = residual_block(activation)
+    x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    want = _ort(model, {"x": x})[0]
+    for level in (onnxc.GraphOptimizationLevel.ORT_DISABLE_ALL, onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                  onnxc.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, onnxc.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        so = onnxc.SessionOptions()
+        so.graph_optimization_level = level
+        so.intra_op_num_threads = threads
+        sess = onnxc.InferenceSession(model.SerializeToString(), so)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-5, err_msg=str(level))
+    ops = [n["op"] for n in sess._model.manifest["nodes"]]
+    assert ops == ["FusedConv", "FusedConv"]
+
+
+def test_the_optimized_model_file_writes_fused_kernels_as_standard_ops(tmp_path):
+    model = residual_block("Swish")
+    so = onnxc.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    sess = onnxc.InferenceSession(model.SerializeToString(), so)
+    saved = onnx.load(so.optimized_model_filepath)
+    onnx.checker.check_model(saved)
+    assert {n.op_type for n in saved.graph.node} >= {"Conv", "Add", "Sigmoid", "Mul"}
+    assert not any(n.op_type == "BatchNormalization" for n in saved.graph.node)  # folded
+    x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    np.testing.assert_allclose(_ort(saved, {"x": x})[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 16, 7, 7, 64, 3), (1, 3, 33, 17, 5, 3), (2, 24, 9, 9, 40, 1), (1, 5, 6, 6, 2, 1)])
+def test_packed_weights_with_edge_tiles_and_threads(shape):
+    """Output channels and pixels that are not multiples of the micro-kernel tile, 1x1 (direct)
+    and 3x3 (im2col) convolutions, one and two threads."""
+    n, c, h, w, m, k = shape
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = make_model(nodes, [("x", T.FLOAT, [n, c, h, w])], [("y", T.FLOAT, [n, m, h, w])],
+                       [_init("w", m, c, k, k), _init("b", m)], opset=17)
+    x = RNG.standard_normal((n, c, h, w)).astype(np.float32)
+    want = _ort(model, {"x": x})[0]
+    for threads in (1, 2):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        got = onnxc.InferenceSession(model.SerializeToString(), so).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
