@@ -82,6 +82,7 @@ class _Unit:
         self.referenced: set[str] = set()
         self.uses_sequences = False
         self.profile_nodes: list[dict[str, Any]] = []   # what each profile event id is
+        self.derived: list[Value] = []       # constants lowerings derived (packed weights)
 
 
 class CEmitter:
@@ -399,6 +400,7 @@ class CEmitter:
             v = Value(self.g.unique_name(f"{node.name or node.op_type}_{pname}"), dt.from_numpy(array.dtype),
                       tuple(array.shape), array)
             tensor_args.append((self._tensor_ref(pname, v), v))
+            self.unit.derived.append(v)  # alive as long as the unit: locations are keyed by id()
             self._place_const(v)
         for helper in kernel.helpers:
             if helper not in self.unit.helpers:

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from typing import Optional
+
+import numpy as np
+
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
@@ -65,13 +69,44 @@ class Gemm(OpDef):
             "y_ptr": y.name if g.ctype == y.ctype else f"({g.ctype} *){y.name}",
             "epilogue": self.epilogue(node, k, g, checks),
         }
+        data["sgemm"] = self.sgemm_data(node, k) if native and g is _gemm.FLOAT else None
         kernel = k.kernel("c/gemm.c.j2", helpers=(_gemm.HELPER,), **data)
         if not native:
             kernel.scratch["a"] = cexpr.mul(a.numel, g.size)
             kernel.scratch["b"] = cexpr.mul(b.numel, g.size)
             kernel.scratch["acc"] = cexpr.mul(y.numel, g.size)
-        kernel.scratch["pack"] = _gemm.pack_bytes(g, m, n, kk, few_rows_unpacked=not (trans_a and trans_b), threads=k.target.threads)
+        packed_b = bool(data["sgemm"] and data["sgemm"]["packed"])
+        kernel.scratch["pack"] = _gemm.pack_bytes(g, m, n, kk, few_rows_unpacked=not (trans_a and trans_b) or packed_b,
+                                                  threads=k.target.threads)
         return kernel
+
+    @staticmethod
+    def sgemm_data(node: Node, k: KernelContext) -> Optional[dict]:
+        """float32 through onnxc_sgemm when alpha is 1 and beta * C is nothing, a bias per
+        column or row, or a full (M, N) addend: that goes to the epilogue, and a constant B is
+        packed at compile time. None: the general path."""
+        b, y = k.input(1), k.out
+        alpha, beta = node.attrs.get("alpha", 1.0), node.attrs.get("beta", 1.0)
+        if alpha != 1 or (k.has_input(2) and beta not in (0, 1)):
+            return None
+        epi = {"row_bias": "NULL", "col_bias": "NULL", "residual": "NULL"}
+        if k.has_input(2) and beta == 1:
+            c = k.input(2)
+            dims = [1] * (2 - c.rank) + list(c.dims)
+            if dims == [1, y.dims[1]]:
+                epi["col_bias"] = c.name
+            elif dims == [y.dims[0], 1]:
+                epi["row_bias"] = c.name
+            elif dims == list(y.dims):
+                epi["residual"] = c.name
+            else:
+                return None
+        packed = None
+        if k.target.prepack and b.value is not None:
+            matrix = np.asarray(b.value, np.float32)
+            packed = k.constant("B_packed", _gemm.pack_cols(matrix.T if node.attrs.get("transB", 0) else matrix,
+                                                            k.target.gemm_nr))
+        return {"packed": packed, "epi": epi}
 
     def epilogue(self, node: Node, k: KernelContext, g: _gemm.GemmType, checks: list) -> str:
         """alpha * v + beta * C[i, j] in the GEMM type, dropping neutral terms (v = A' B' at i, j)."""

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import numpy as np
+
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.names import c_string
@@ -100,6 +102,10 @@ def matmul_kernel(k: KernelContext, g: _gemm.GemmType, *, a_load: Optional[str],
         "a_terms": _batch_terms(a_batch, out_batch, cexpr.mul(m, kk)),
         "b_terms": _batch_terms(b_batch, out_batch, cexpr.mul(kk, n)),
     }
+    data["packed"] = None
+    if g is _gemm.FLOAT and k.target.prepack and b.value is not None and b.rank == 2 and stacked \
+            and a_load is None and b_load is None and y_store is None:
+        data["packed"] = k.constant("B_packed", _gemm.pack_cols(np.asarray(b.value, np.float32), k.target.gemm_nr))
     kernel = k.kernel("c/matmul.c.j2", helpers=(_gemm.HELPER,), **data)
     if a_load:
         kernel.scratch["a"] = cexpr.mul(a.numel, g.size)
@@ -107,5 +113,6 @@ def matmul_kernel(k: KernelContext, g: _gemm.GemmType, *, a_load: Optional[str],
         kernel.scratch["b"] = cexpr.mul(b.numel, g.size)
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(y.numel, g.size)
-    kernel.scratch["pack"] = _gemm.pack_bytes(g, rows, n, kk, threads=k.target.threads)
+    kernel.scratch["pack"] = _gemm.pack_bytes(g, rows, n, kk, few_rows_unpacked=data["packed"] is None,
+                                              threads=k.target.threads)
     return kernel
