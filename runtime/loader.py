@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import mmap
 import os
 import threading
@@ -60,6 +61,16 @@ def read_manifest(folder: str) -> dict[str, Any]:
         raise ModelError(f"{folder!r} is not an onnxc artifact: {e}") from e
 
 
+# Multi-threaded builds use OpenMP. GNU libgomp's idle threads spin for about a millisecond
+# before they sleep, which costs nothing on an idle machine and a lot where other processes
+# (or other sessions) want the same cores: a spinning thread holds a core that the thread
+# it waits for needs. Unless the user chose a policy, the spin is cut to a few microseconds,
+# still enough for back-to-back kernels to find their threads awake. libgomp reads these
+# variables when the first multi-threaded model loads it.
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
+
 class CompiledModel:
     """A loaded artifact. ``run`` is thread-safe: each concurrent call gets its own context."""
 
@@ -86,6 +97,12 @@ class CompiledModel:
         if any(k not in ("tensor", "map_sequence") for k in self._out_kinds):
             self._fn["seq_free"] = getattr(self.lib, f"{prefix}_seq_free")
         self._pool: list[Any] = []
+        # Models whose inputs and outputs are all plain numeric tensors run through run_plain.
+        self.plain = all(k == "tensor" for k in self._in_kinds + self._out_kinds) and \
+            all(t is not dt.STRING for t in self._in_dtypes + self._out_dtypes)
+        self._plain_pool: list[tuple[Any, ...]] = []
+        self._out_np = [t.np for t in self._out_dtypes]
+        self._out_items = [t.itemsize for t in self._out_dtypes]
         self._prof_stride = 4 + int(self.manifest.get("profile_max_dims", 0))  # ONNXC_PROF_STRIDE
         self._custom = self._custom_table(custom_libraries)
         self._lock = threading.Lock()
@@ -215,6 +232,43 @@ class CompiledModel:
             return out.reshape(shape)
         finally:
             self._fn["free"](ptr)
+
+    def run_plain(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """``run`` for plain-tensor models with no watcher, profile or bound outputs: the
+        per-call cffi arrays live with the pooled context, so a call costs a few allocations."""
+        ffi = self.ffi
+        with self._lock:
+            slot = self._plain_pool.pop() if self._plain_pool else None
+        if slot is None:
+            n_in, n_out = max(len(arrays), 1), max(len(self.outputs), 1)
+            slot = (self._new_context(), ffi.new("void *[]", n_in), ffi.new("int64_t[]", max(sum(
+                len(i["shape"]) for i in self.inputs), 1)), ffi.new("void *[]", n_out),
+                ffi.new("int64_t[]", max(sum(self._out_ranks), 1)))
+        ctx, in_ptrs, in_shapes, out_ptrs, out_shapes = slot
+        try:
+            keep = [ffi.from_buffer(a) if a.nbytes else ffi.NULL for a in arrays]
+            pos = 0
+            for i, (a, buf) in enumerate(zip(arrays, keep)):
+                in_ptrs[i] = buf
+                rank = a.ndim
+                in_shapes[pos:pos + rank] = a.shape
+                pos += rank
+            rc = self._fn["run"](ctx, in_ptrs, in_shapes, out_ptrs, out_shapes)
+            if rc != 0:
+                msg = ffi.string(self._fn["error"](ctx)).decode(errors="replace")
+                raise RuntimeFailure(f"running the model failed: {msg}")
+            results = []
+            pos = 0
+            for i, rank in enumerate(self._out_ranks):
+                shape = tuple(out_shapes[pos:pos + rank])
+                pos += rank
+                owned = ffi.gc(out_ptrs[i], self._fn["free"])
+                results.append(np.frombuffer(ffi.buffer(owned, math.prod(shape) * self._out_items[i]),
+                                             dtype=self._out_np[i]).reshape(shape))
+            return results
+        finally:
+            with self._lock:
+                self._plain_pool.append(slot)
 
     def run(self, arrays: list[Any], watcher: Any = None, events: list | None = None,
             out_buffers: list | None = None) -> list[Any]:

@@ -135,6 +135,11 @@ class InferenceSession:
         if so.log_verbosity_level >= 1:
             self._log.debug("compile options: %s", self._model.manifest.get("options"))
         self._profiler: Optional[Profiler] = None
+        # Inputs as (name, numpy dtype, shape) when the model takes plain tensors of static
+        # shapes: then run() checks a feed in one pass (see _fast_feed).
+        self._fast_inputs = None
+        if self._model.plain and all(all(isinstance(d, int) for d in i["shape"]) for i in self._model.inputs):
+            self._fast_inputs = [(i["name"], dt.by_name(i["dtype"]).np, tuple(i["shape"])) for i in self._model.inputs]
         if self._sess_options.enable_profiling:
             if "profile_nodes" not in m:
                 raise InvalidArgument("enable_profiling: this artifact was compiled without profiling "
@@ -260,6 +265,13 @@ class InferenceSession:
     # --- running ----------------------------------------------------------------------
     def run(self, output_names: Optional[Sequence[str]], input_feed: dict[str, Any],
             run_options: Optional[RunOptions] = None) -> list[np.ndarray]:
+        if run_options is None and self._fast_inputs is not None and self._profiler is None \
+                and not self._log.isEnabledFor(logging.DEBUG) \
+                and (not output_names or all(n in self._output_index for n in output_names)):
+            arrays = self._fast_feed(input_feed)
+            if arrays is not None:
+                results = self._model.run_plain(arrays)
+                return [results[self._output_index[n]] for n in output_names] if output_names else results
         arrays = self._check_feed(input_feed)
         if output_names:
             for name in output_names:
@@ -356,6 +368,19 @@ class InferenceSession:
                 return
             callback(outputs, user_data, "")
         threading.Thread(target=work, daemon=True).start()
+
+    def _fast_feed(self, feed: dict[str, Any]) -> Optional[list[np.ndarray]]:
+        """The feed's arrays when every input is exactly what the model takes (dtype, shape,
+        contiguous): the common case needs no further checks. None: take the checked path."""
+        if type(feed) is not dict or len(feed) != len(self._fast_inputs):
+            return None
+        arrays = []
+        for name, dtype, shape in self._fast_inputs:
+            a = feed.get(name)
+            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
+                return None
+            arrays.append(a)
+        return arrays
 
     def _check_feed(self, feed: dict[str, Any]) -> list[np.ndarray]:
         if not isinstance(feed, dict):
