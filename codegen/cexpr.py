@@ -54,6 +54,13 @@ def strides(dims: list[CExpr]) -> list[CExpr]:
     return out[::-1]
 
 
+# float32 functions that have a vectorizable version in c/helpers/fastmath.c.j2 (error bounds there).
+FAST_FLOAT = {"exp": "onnxc_expf", "erf": "onnxc_erff", "tanh": "onnxc_tanhf"}
+
+
 def math_fn(name: str, compute: str) -> str:
-    """The <math.h> function for a compute type: ``expf`` for float, ``exp`` for double."""
-    return name + "f" if compute == "float" else name
+    """The C function for a compute type: ``expf`` for float (or onnxc's vectorizable
+    version, FAST_FLOAT), ``exp`` for double."""
+    if compute == "float":
+        return FAST_FLOAT.get(name, name + "f")
+    return name
