@@ -140,3 +140,26 @@ def test_packed_weights_with_edge_tiles_and_threads(shape):
         so.intra_op_num_threads = threads
         got = onnxc.InferenceSession(model.SerializeToString(), so).run(None, {"x": x})[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_portable_build_uses_the_c_micro_kernel_with_the_same_results(tmp_path):
+    """march="" compiles no SIMD family: the portable 4 x 16 tile, weights packed for it."""
+    from onnxc.codegen.toolchain import Toolchain
+    assert Toolchain(march="").simd() == ""
+    model = residual_block("HardSigmoid")
+    x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    want = _ort(model, {"x": x})[0]
+    onnxc.compile_model(model.SerializeToString(), tmp_path / "portable", onnxc.CompileOptions(march=""))
+    got = onnxc.InferenceSession(str(tmp_path / "portable")).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_avx512_builds_compile_warning_free(tmp_path):
+    """The AVX-512 micro-kernel (12 x 32) cannot run on every CI machine, but it must build
+    with -Werror wherever gcc can target it."""
+    from onnxc.codegen.toolchain import Toolchain
+    if Toolchain(march="skylake-avx512").simd() != "avx512f":
+        pytest.skip("this C compiler cannot target AVX-512")
+    manifest = onnxc.compile_model(residual_block("Relu").SerializeToString(), tmp_path / "avx512",
+                                   onnxc.CompileOptions(march="skylake-avx512", threads=2))
+    assert "-march=skylake-avx512" in manifest["toolchain"]
