@@ -485,7 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "and p90 milliseconds and the ratio onnxc/onnxruntime (below 1: onnxc is "
                     "faster). Times are of the Python run() call, as an application sees them. "
                     "Both runtimes get intra_op_num_threads=--threads (default 1; 0: one thread "
-                    "per core, each runtime's default).",
+                    "per core, each runtime's default). Without a model, `onnxc bench` runs the "
+                    "benchmark suite (`onnxc bench --smoke`, `--models`, `--threads 1,2`; "
+                    "`python -m onnxc.benchmarks --help` lists its options).",
         epilog=_examples("onnxc bench model.onnx",
                          "onnxc bench model.onnx --runs 200 --warmup 20 --dim batch=16",
                          "onnxc bench model.onnx --threads 0",
@@ -537,8 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _names_a_model(args: Sequence[str]) -> bool:
     """Whether `onnxc bench` was given a model or artifact (else it runs the benchmark suite)."""
-    return any(not a.startswith("-") and (os.path.exists(a) or a.endswith(".onnx")) for a in args) \
-        or any(a in ("-h", "--help") for a in args[:1]) and False
+    return any(a in ("-h", "--help") or (not a.startswith("-") and (os.path.exists(a) or a.endswith(".onnx")))
+               for a in args)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
