@@ -58,7 +58,7 @@ def light_zoo_model(name: str, seed: int = 0) -> onnx.ModelProto:
     for node in graph.node:
         if node.op_type == "ConstantOfShape" and node.input[0] in shapes:
             shape = tuple(int(d) for d in shapes[node.input[0]])
-            weights.append(numpy_helper.from_array(_random_weight(rng, shape, node.output[0] in positive),
+            weights.append(numpy_helper.from_array(random_weight(rng, shape, node.output[0] in positive),
                                                    node.output[0]))
         else:
             kept.append(node)
@@ -74,7 +74,7 @@ def light_zoo_model(name: str, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def _random_weight(rng: np.random.Generator, shape: tuple[int, ...], positive: bool) -> np.ndarray:
+def random_weight(rng: np.random.Generator, shape: tuple[int, ...], positive: bool) -> np.ndarray:
     """He-scaled weights keep activations in range; BatchNorm scale and variance stay positive."""
     if positive:
         value = rng.uniform(0.5, 1.5, shape)

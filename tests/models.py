@@ -3,27 +3,18 @@ weights, and a transformer encoder built from primitive ONNX ops."""
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
-LIGHT_ZOO = ["light_bvlc_alexnet", "light_densenet121", "light_inception_v1", "light_inception_v2",
-             "light_resnet50", "light_shufflenet", "light_squeezenet", "light_vgg19", "light_zfnet512"]
-
-
-def light_model_path(name: str) -> str:
-    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", f"{name}.onnx")
-
+from onnxc.benchmarks.models import LIGHT_ZOO, light_model_path, random_weight  # noqa: F401 (re-exported)
 
 def with_random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
-    """Replace ConstantOfShape-made weights with random initializers of the same shape.
-
-    Conv/Gemm weights get He-style scaling so activations stay in range; BatchNorm
-    scale and variance stay positive.
-    """
+    """Replace ConstantOfShape-made weights with random initializers of the same shape
+    (benchmarks' random_weight: He scaling, BatchNorm scale and variance positive). Unlike the
+    benchmark models, initializers listed as graph inputs stay inputs."""
     rng = np.random.default_rng(seed)
     model = onnx.ModelProto.FromString(model.SerializeToString())
     g = model.graph
@@ -34,14 +25,7 @@ def with_random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProt
         if node.op_type == "ConstantOfShape" and node.input[0] in inits:
             shape = tuple(int(d) for d in inits[node.input[0]])
             name = node.output[0]
-            if name in bn_positive:
-                value = rng.uniform(0.5, 1.5, shape)
-            elif len(shape) >= 2:
-                fan_in = int(np.prod(shape[1:]))
-                value = rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)
-            else:
-                value = rng.standard_normal(shape) * 0.1
-            new_inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+            new_inits.append(numpy_helper.from_array(random_weight(rng, shape, name in bn_positive), name))
         else:
             kept.append(node)
     del g.node[:]

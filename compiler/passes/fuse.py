@@ -17,7 +17,7 @@ from ..ops import _fused
 from ..ops.fused_conv import FusedConv
 
 
-def _sole_reader(graph: Graph, v: Value, consumers: dict[int, list[Node]], outputs: set[int]) -> Optional[Node]:
+def _sole_reader(v: Value, consumers: dict[int, list[Node]], outputs: set[int]) -> Optional[Node]:
     """The one node that reads ``v``, if ``v`` has exactly one reader and is no graph output."""
     readers = consumers.get(id(v), [])
     if len(readers) != 1 or id(v) in outputs or v.const is not None:
@@ -39,7 +39,7 @@ def fold_batch_norm(graph: Graph) -> None:
         conv = bn.inputs[0].producer
         if conv is None or conv.op_type != "Conv" or conv.domain or id(conv) in dead:
             continue
-        if _sole_reader(graph, conv.outputs[0], consumers, outputs) is not bn:
+        if _sole_reader(conv.outputs[0], consumers, outputs) is not bn:
             continue
         w = conv.inputs[1].const if conv.inputs[1] is not None else None
         params = [v.const if v is not None else None for v in bn.inputs[1:5]]
@@ -77,7 +77,7 @@ def fuse_conv_epilogue(graph: Graph) -> None:
             continue
         y = conv.outputs[0]
         pattern, residual = [conv], None
-        add = _sole_reader(graph, y, consumers, outputs)
+        add = _sole_reader(y, consumers, outputs)
         if add is not None and add.op_type == "Add" and not add.domain and len(add.inputs) == 2:
             other = add.inputs[1] if add.inputs[0] is y else add.inputs[0]
             if other is not y and other.dtype is dt.FLOAT and other.shape == y.shape \
@@ -119,7 +119,7 @@ def _activation(graph: Graph, v: Value, consumers: dict[int, list[Node]],
         if sigmoid is None or mul is None or len(mul.inputs) != 2:
             return None
         s = sigmoid.outputs[0]
-        if _sole_reader(graph, s, consumers, outputs) is not mul or {id(x) for x in mul.inputs} != {id(v), id(s)}:
+        if _sole_reader(s, consumers, outputs) is not mul or {id(x) for x in mul.inputs} != {id(v), id(s)}:
             return None
         return "Swish", (), [sigmoid, mul]
     return None
