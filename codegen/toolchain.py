@@ -21,8 +21,11 @@ class Toolchain:
     extra: list[str] = field(default_factory=list)
 
     def flags(self) -> list[str]:
+        # -fno-math-errno and -fno-trapping-math change no value: they let math calls become
+        # instructions and float selects (clamps, NaN checks) become vector blends, so loops
+        # over onnxc_expf / onnxc_tanhf / onnxc_erff vectorize.
         flags = [self.opt, "-std=c11", *WARNINGS, "-fPIC", "-shared", "-fvisibility=hidden",
-                 "-fwrapv", "-fno-math-errno"]
+                 "-fwrapv", "-fno-math-errno", "-fno-trapping-math"]
         if self.march:
             flags.append(f"-march={self.march}")
         return flags + list(self.extra)

@@ -7,10 +7,17 @@ produce Y (all hidden states), Y_h (the last valid one) and, for LSTM, Y_c.
 The ``c/recurrent.c.j2`` kernel runs every (direction, batch entry) sequence
 on its own: matrix-vector products into a scratch row of gate pre-activations,
 then the op's cell update.
+
+float32 takes a faster path: the input projections of all steps are one GEMM
+(X W^T plus the biases, before the recurrence), and each step's R h is a SIMD
+matrix-vector product over R^T packed into column panels (at compile time when
+R is a constant, else once per run).
 """
 from __future__ import annotations
 
 from typing import ClassVar, Optional
+
+import numpy as np
 
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
@@ -18,6 +25,7 @@ from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..errors import ShapeError
 from ..ir import Node
+from . import _gemm
 from ._elementwise import check_dtype
 from .registry import InferContext, OpDef
 
@@ -127,12 +135,54 @@ class Recurrent(OpDef):
             "linear_before_reset": int(node.attrs.get("linear_before_reset", 0)),
             "input_forget": int(node.attrs.get("input_forget", 0)),
         }
-        kernel = k.kernel("c/recurrent.c.j2", **data)
+        data["fast"] = self.fast_data(node, k, dirs) if x.dtype is dt.FLOAT else None
+        kernel = k.kernel("c/recurrent.c.j2", helpers=(_gemm.HELPER,) if data["fast"] else (), **data)
         size = 8 if ct == "double" else 4
         # gates: the pre-activations of one step; state: H_t (plus C_t for LSTM, r (.) H_t for GRU).
         kernel.scratch = {"gates": cexpr.mul(self.gates, hidden, size),
                           "state": cexpr.mul(1 if self.kind == "rnn" else 2, hidden, size)}
+        if data["fast"]:
+            rows = cexpr.mul(seq, batch)
+            gate_rows = cexpr.mul(self.gates, hidden)
+            kernel.scratch["xw"] = cexpr.mul(rows, gate_rows, 4)
+            if self.kind == "gru":
+                kernel.scratch["hr"] = cexpr.mul(hidden, 4)
+            if k.has_input(3) and data["fast"]["bias"] is None:
+                kernel.scratch["bias"] = cexpr.mul(gate_rows, 4)
+            kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, rows, gate_rows, x.dims[2],
+                                                      threads=k.target.threads)
+            if data["fast"]["R_packed"] is None:
+                kernel.scratch["rpack"] = cexpr.mul(_panel_cols(gate_rows), hidden, 4)
         return kernel
+
+    def fast_data(self, node: Node, k: KernelContext, dirs: int) -> dict:
+        """Template data of the float32 path: per direction, the compile-time packed W^T and
+        R^T (GRU: R^T of z, r and of the candidate apart) and summed biases, where constant."""
+        w, r = k.input(1), k.input(2)
+        hidden = r.dims[2]
+        nr = k.target.gemm_nr
+        data: dict = {"W_packed": None, "R_packed": None, "bias": None}
+        if k.target.prepack and w.value is not None:
+            data["W_packed"] = [k.constant(f"W{d}_packed", _gemm.pack_cols(np.asarray(w.value[d], np.float32).T, nr))
+                                for d in range(dirs)]
+        if k.target.prepack and r.value is not None:
+            packed = []
+            for d in range(dirs):
+                rd = np.asarray(r.value[d], np.float32)
+                if self.kind == "gru":
+                    packed.append((k.constant(f"R{d}_packed", _gemm.pack_cols(rd[:2 * hidden].T, nr)),
+                                   k.constant(f"R{d}_packed_h", _gemm.pack_cols(rd[2 * hidden:].T, nr))))
+                else:
+                    packed.append((k.constant(f"R{d}_packed", _gemm.pack_cols(rd.T, nr)), None))
+            data["R_packed"] = packed
+        if k.has_input(3) and k.input(3).value is not None:
+            b = np.asarray(k.input(3).value, np.float32)
+            g = self.gates * hidden
+            sums = b[:, :g].copy()
+            recurrent_rows = 2 * hidden if self.kind == "gru" else g  # GRU: R_bh goes with R_h h
+            sums[:, :recurrent_rows] += b[:, g:g + recurrent_rows]
+            data["bias"] = [k.constant(f"bias{d}", sums[d]) for d in range(dirs)]
+        return data
 
 
 def num_directions(node: Node, fail) -> int:
@@ -173,20 +223,27 @@ def activations(node: Node, defaults: tuple[str, ...], dirs: int, fail) -> list[
 def activation_expr(name: str, alpha: float, beta: float, ct: str) -> str:
     """C expression of the activation in compute type ``ct``; ``{0}`` is the operand."""
     f = "" if ct == "double" else "f"
+    exp, tanh = cexpr.math_fn("exp", ct), cexpr.math_fn("tanh", ct)
     a, b, one = _literal(alpha, ct), _literal(beta, ct), _literal(1.0, ct)
     return {
         "relu": "({0} > 0 ? {0} : 0)",
-        "tanh": f"tanh{f}({{0}})",
-        "sigmoid": f"({one} / ({one} + exp{f}(-{{0}})))",
+        "tanh": f"{tanh}({{0}})",
+        "sigmoid": f"({one} / ({one} + {exp}(-{{0}})))",
         "affine": f"({a} * {{0}} + {b})",
         "leakyrelu": f"({{0}} >= 0 ? {{0}} : {a} * {{0}})",
         "thresholdedrelu": f"({{0}} > {a} ? {{0}} : 0)",
-        "scaledtanh": f"({a} * tanh{f}({b} * {{0}}))",
+        "scaledtanh": f"({a} * {tanh}({b} * {{0}}))",
         "hardsigmoid": f"fmax{f}(0, fmin{f}({one}, {a} * {{0}} + {b}))",
-        "elu": f"({{0}} >= 0 ? {{0}} : {a} * (exp{f}({{0}}) - {one}))",
+        "elu": f"({{0}} >= 0 ? {{0}} : {a} * ({exp}({{0}}) - {one}))",
         "softsign": f"({{0}} / ({one} + fabs{f}({{0}})))",
         "softplus": f"({{0}} > 0 ? {{0}} + log1p{f}(exp{f}(-{{0}})) : log1p{f}(exp{f}({{0}})))",
     }[name]
+
+
+def _panel_cols(n):
+    """At least the columns of n split in up to two parts (GRU), each rounded up to whole
+    column panels of the widest float32 GEMM tile (any build target)."""
+    return cexpr.add(n, 2 * _gemm.NR["float"])
 
 
 def loader(t: TensorRef) -> dict:

@@ -44,4 +44,5 @@ class SoftmaxFamily(OpDef):
                         outer=cexpr.lit(outer), n=cexpr.lit(n), inner=cexpr.lit(inner),
                         block=cexpr.lit(cexpr.mul(n, inner)), at=f"base + {step}",
                         load=x.load("{}"), store=y.store("{}"), in_place=c == y.ctype,
-                        exp=math_fn("exp", c), log=math_fn("log", c))
+                        exp=math_fn("exp", c), log=math_fn("log", c), x_name=x.name,
+                        lanes=self.mode != "hardmax" and inner == 1 and x.dtype is dt.FLOAT and y.dtype is dt.FLOAT)
