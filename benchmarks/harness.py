@@ -1,6 +1,12 @@
 """The measurement: onnxc and onnxruntime sessions for one model and thread count, timed
-in the same process with their runs interleaved (A B A B ...), so drift in clock speed,
-cache state or machine load reaches both alike."""
+in the same process with their runs interleaved in short turns (A A A A B B B B A ...), so
+drift in clock speed, cache state or machine load reaches both alike.
+
+The first run of each turn is not timed. After a run, a runtime's idle worker threads keep
+spinning for a while (onnxruntime's for milliseconds, by design: its next run starts
+sooner); in the same process they take cores from the other runtime's next run, which
+on a 2-core machine can double its time. The untimed run absorbs that, so each runtime is
+timed as it runs in a program of its own. ``block=1`` times strict A B A B instead."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,6 +32,7 @@ class TimingConfig:
     min_runs: int = 10
     min_seconds: float = 1.5
     max_runs: int = 20000
+    block: int = 4         # runs per turn; the first of a turn is not timed unless block == 1
 
 
 FULL = TimingConfig()
@@ -73,25 +80,28 @@ def run_count(warmup_ns: list[int], warmup_ns_other: list[int], config: TimingCo
 
 def interleaved(run_a: Callable[[], Any], run_b: Callable[[], Any],
                 config: TimingConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Warm-up then timed runs alternating A B A B; nanoseconds of each timed run of each."""
-    warm_a, warm_b = _alternate(run_a, run_b, config.warmup)
+    """Warm-up then timed runs in alternating turns; nanoseconds of each timed run of each."""
+    warm_a, warm_b = _alternate(run_a, run_b, config.warmup, 1)
     runs = run_count(warm_a, warm_b, config)
-    times_a, times_b = _alternate(run_a, run_b, runs)
+    times_a, times_b = _alternate(run_a, run_b, runs, config.block)
     return np.array(times_a, np.int64), np.array(times_b, np.int64)
 
 
-def _alternate(run_a: Callable[[], Any], run_b: Callable[[], Any], count: int) -> tuple[list[int], list[int]]:
-    times_a: list[int] = []
-    times_b: list[int] = []
+def _alternate(run_a: Callable[[], Any], run_b: Callable[[], Any], count: int,
+               block: int) -> tuple[list[int], list[int]]:
+    """At least ``count`` timed runs of each, in turns of ``block`` runs whose first is not
+    timed (block 1: every run is timed, A B A B)."""
+    times: tuple[list[int], list[int]] = ([], [])
     clock = time.perf_counter_ns
-    for _ in range(count):
-        start = clock()
-        run_a()
-        middle = clock()
-        run_b()
-        times_a.append(middle - start)
-        times_b.append(clock() - middle)
-    return times_a, times_b
+    settle = 1 if block > 1 else 0
+    while len(times[0]) < count:
+        for run, out in ((run_a, times[0]), (run_b, times[1])):
+            for i in range(max(block, 1)):
+                start = clock()
+                run()
+                if i >= settle:
+                    out.append(clock() - start)
+    return times
 
 
 def summary_ms(times_ns: np.ndarray) -> dict[str, float]:

@@ -78,6 +78,26 @@ def test_conv_residual_add_and_activation_fuse_into_one_kernel():
     assert [n.attrs["activation"] for n in g.nodes] == ["Relu", "Relu"]
 
 
+def test_a_two_input_sum_is_a_residual_add():
+    """The light zoo's ResNet-50 writes its residual connections as Sum; three inputs are not fused."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Sum", ["x", "c"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"]), helper.make_node("Conv", ["y", "w"], ["c2"]),
+             helper.make_node("Sum", ["c2", "x", "y"], ["z"])]
+    model = make_model(nodes, [("x", T.FLOAT, [1, 3, 4, 4])], [("z", T.FLOAT, [1, 3, 4, 4])],
+                       [_init("w", 3, 3, 1, 1)], opset=17)
+    g = graph_of(model)
+    fuse_conv_epilogue(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[1,3,4,4])
+  y: float[1,3,4,4] = FusedConv(x, w, _, x)
+  c2: float[1,3,4,4] = Conv(y, w)
+  z: float[1,3,4,4] = Sum(c2, x, y)
+  return z"""
+    x = RNG.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
 def test_a_conv_output_read_twice_is_not_fused():
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
              helper.make_node("Add", ["c", "r"], ["y"])]

@@ -67,7 +67,8 @@ def fold_batch_norm(graph: Graph) -> None:
 
 
 def fuse_conv_epilogue(graph: Graph) -> None:
-    """Conv -> [Add of a same-shape tensor] -> [activation], on float32: one FusedConv."""
+    """Conv -> [Add (or two-input Sum) of a same-shape tensor] -> [activation], on float32:
+    one FusedConv."""
     consumers = graph.consumers()
     outputs = {id(v) for v in graph.outputs}
     replaced: dict[int, Node] = {}   # id(last node of a pattern) -> its FusedConv
@@ -78,7 +79,8 @@ def fuse_conv_epilogue(graph: Graph) -> None:
         y = conv.outputs[0]
         pattern, residual = [conv], None
         add = _sole_reader(y, consumers, outputs)
-        if add is not None and add.op_type == "Add" and not add.domain and len(add.inputs) == 2:
+        # (Sum of two tensors is Add: the light zoo's ResNet-50 writes its residuals that way)
+        if add is not None and add.op_type in ("Add", "Sum") and not add.domain and len(add.inputs) == 2:
             other = add.inputs[1] if add.inputs[0] is y else add.inputs[0]
             if other is not y and other.dtype is dt.FLOAT and other.shape == y.shape \
                     and add.outputs[0].shape == y.shape:
