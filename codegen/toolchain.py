@@ -28,7 +28,13 @@ class Toolchain:
                  "-fwrapv", "-fno-math-errno", "-fno-trapping-math"]
         if self.march:
             flags.append(f"-march={self.march}")
-        return flags + list(self.extra)
+        flags += list(self.extra)
+        if target_macros(self.cc, tuple(flags)) & {"__x86_64__", "__i386__"}:
+            # gcc expands copies of unknown length (im2col rows, state copies) inline as
+            # `rep movs`, whose start-up cost dwarfs copies of tens of bytes; libc's memcpy
+            # picks a method by size.
+            flags.append("-mstringop-strategy=libcall")
+        return flags
 
     def simd(self) -> str:
         """The float32 SIMD family the generated code compiles to for this target (see
@@ -63,16 +69,22 @@ GEMM_TILE = {"avx512f": (12, 32), "avx2": (6, 16), "neon": (12, 8), "": (4, 16)}
 
 
 @functools.lru_cache(maxsize=None)
+def target_macros(cc: str, flags: tuple[str, ...]) -> frozenset[str]:
+    """The predefined macros of the C compiler with these target flags (empty if it fails)."""
+    wanted = [f for f in flags if f.startswith(("-m", "-std"))]
+    try:
+        out = subprocess.run([cc, *wanted, "-dM", "-E", "-x", "c", os.devnull],
+                             capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(line.split()[1] for line in out.splitlines() if line.startswith("#define "))
+
+
 def simd_family(cc: str, flags: tuple[str, ...]) -> str:
-    """Ask the C compiler which target macros these flags define."""
+    """The float32 SIMD family these flags target (see c/helpers/simd.c.j2)."""
     if "-DONNXC_NO_SIMD" in flags:
         return ""
-    wanted = [f for f in flags if f.startswith(("-m", "-std"))] + ["-dM", "-E", "-x", "c", os.devnull]
-    try:
-        out = subprocess.run([cc, *wanted], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    macros = {line.split()[1] for line in out.splitlines() if line.startswith("#define ")}
+    macros = target_macros(cc, flags)
     if "__AVX512F__" in macros:
         return "avx512f"
     if {"__AVX2__", "__FMA__"} <= macros:

@@ -15,6 +15,9 @@ from ._elementwise import check_dtype
 from .registry import InferContext, OpDef, register
 
 COL_ELEMENTS = 1 << 17      # im2col buffer size to aim for (elements)
+# ... but at least this many output columns per band (the GEMM's N): each band streams all the
+# weights once, so narrow bands of a deep kernel (3x3 over 256+ channels) re-read megabytes.
+COL_MIN_WIDTH = 512
 
 
 @register("Conv", since=1)
@@ -90,12 +93,13 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         # input position of output o{a} (outer axes) or the shift of o * stride (last axis)
         o_term = [(f"o{a}", win.strides[a])] if a < rank - 1 else []
         axis["pos"] = affine(*o_term, (f"k{a}", win.dilations[a]), const=negate(begins[a]))
-    # col holds `rows` outputs of the first spatial axis at a time, about COL_ELEMENTS values.
+    # col holds `rows` outputs of the first spatial axis at a time, about COL_ELEMENTS values
+    # (or COL_MIN_WIDTH outputs).
     inner = cexpr.prod(out_dims[1:])
     if rank == 1:
         rows, width = 1, size_out
     elif isinstance(kk, int) and isinstance(inner, int):
-        rows = max(1, COL_ELEMENTS // max(1, kk * inner))
+        rows = max(1, COL_ELEMENTS // max(1, kk * inner), -(-COL_MIN_WIDTH // max(1, inner)))
         rows = min(rows, out_dims[0]) if isinstance(out_dims[0], int) else rows
         width = cexpr.mul(rows, inner)
     else:
