@@ -44,8 +44,10 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, metavar="N", help="at least N timed runs per runtime")
     p.add_argument("--min-seconds", type=float, metavar="S", help="at least S seconds of timed runs per runtime")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs of each runtime first")
-    p.add_argument("--block", type=int, metavar="N",
-                   help="runs per turn, the first of each not timed (default 4); 1: strict A B A B, all timed")
+    p.add_argument("--block", type=int, metavar="N", help="timed runs per turn, at least (default 4)")
+    p.add_argument("--settle-ms", type=float, metavar="MS",
+                   help="untimed runs at the start of each turn, for MS milliseconds (default 50; "
+                        "--block 1 --settle-ms 0: strict A B A B)")
     p.add_argument("--memory", action=argparse.BooleanOptionalAction, default=None,
                    help="RSS probes in child processes (default: on; off with --smoke)")
     p.add_argument("--gemm", action=argparse.BooleanOptionalAction, default=True,
@@ -57,7 +59,8 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
 
 def _timing(args: argparse.Namespace) -> harness.TimingConfig:
     base = harness.SMOKE if args.smoke else harness.FULL
-    chosen = {"min_runs": args.runs, "min_seconds": args.min_seconds, "warmup": args.warmup, "block": args.block}
+    chosen = {"min_runs": args.runs, "min_seconds": args.min_seconds, "warmup": args.warmup, "block": args.block,
+              "settle_ms": args.settle_ms}
     for name, value in chosen.items():
         if value is not None and value < 0:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 0")

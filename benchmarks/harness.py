@@ -1,12 +1,14 @@
 """The measurement: onnxc and onnxruntime sessions for one model and thread count, timed
-in the same process with their runs interleaved in short turns (A A A A B B B B A ...), so
-drift in clock speed, cache state or machine load reaches both alike.
+in the same process with their runs interleaved in turns (A A A ... B B B ... A A A ...),
+so drift in clock speed, cache state or machine load reaches both alike.
 
-The first run of each turn is not timed. After a run, a runtime's idle worker threads keep
-spinning for a while (onnxruntime's for milliseconds, by design: its next run starts
-sooner); in the same process they take cores from the other runtime's next run, which
-on a 2-core machine can double its time. The untimed run absorbs that, so each runtime is
-timed as it runs in a program of its own. ``block=1`` times strict A B A B instead."""
+Each turn starts with untimed runs for ``settle_ms``. After a run, a runtime's idle worker
+threads keep spinning for a while (onnxruntime's for tens of milliseconds, by design: its
+next run starts sooner); in the same process they take cores from the other runtime, which
+on a 2-core machine can triple the other's time. The untimed start of a turn absorbs that,
+so each runtime is timed as it runs in a program of its own. Then come at least ``block``
+timed runs, and at least ``settle_ms`` of them. ``block=1, settle_ms=0`` times strict
+A B A B instead."""
 from __future__ import annotations
 
 import dataclasses
@@ -32,11 +34,12 @@ class TimingConfig:
     min_runs: int = 10
     min_seconds: float = 1.5
     max_runs: int = 20000
-    block: int = 4         # runs per turn; the first of a turn is not timed unless block == 1
+    block: int = 4         # timed runs per turn, at least
+    settle_ms: float = 50  # untimed runs at the start of each turn, for this long (0: none)
 
 
 FULL = TimingConfig()
-SMOKE = TimingConfig(warmup=2, min_runs=5, min_seconds=0.05, max_runs=200)
+SMOKE = TimingConfig(warmup=2, min_runs=5, min_seconds=0.05, max_runs=200, settle_ms=10)
 
 
 # --- sessions ---------------------------------------------------------------------------------------------
@@ -81,26 +84,30 @@ def run_count(warmup_ns: list[int], warmup_ns_other: list[int], config: TimingCo
 def interleaved(run_a: Callable[[], Any], run_b: Callable[[], Any],
                 config: TimingConfig) -> tuple[np.ndarray, np.ndarray]:
     """Warm-up then timed runs in alternating turns; nanoseconds of each timed run of each."""
-    warm_a, warm_b = _alternate(run_a, run_b, config.warmup, 1)
+    warm_a, warm_b = _alternate(run_a, run_b, config.warmup, 1, 0)
     runs = run_count(warm_a, warm_b, config)
-    times_a, times_b = _alternate(run_a, run_b, runs, config.block)
+    times_a, times_b = _alternate(run_a, run_b, runs, config.block, int(config.settle_ms * 1e6))
     return np.array(times_a, np.int64), np.array(times_b, np.int64)
 
 
-def _alternate(run_a: Callable[[], Any], run_b: Callable[[], Any], count: int,
-               block: int) -> tuple[list[int], list[int]]:
-    """At least ``count`` timed runs of each, in turns of ``block`` runs whose first is not
-    timed (block 1: every run is timed, A B A B)."""
+def _alternate(run_a: Callable[[], Any], run_b: Callable[[], Any], count: int, block: int,
+               settle_ns: int) -> tuple[list[int], list[int]]:
+    """At least ``count`` timed runs of each, in turns: untimed runs for ``settle_ns`` (none
+    if 0), then at least ``block`` timed runs lasting at least ``settle_ns`` together."""
     times: tuple[list[int], list[int]] = ([], [])
     clock = time.perf_counter_ns
-    settle = 1 if block > 1 else 0
     while len(times[0]) < count:
         for run, out in ((run_a, times[0]), (run_b, times[1])):
-            for i in range(max(block, 1)):
-                start = clock()
+            start = clock()
+            while settle_ns and clock() - start < settle_ns:
                 run()
-                if i >= settle:
-                    out.append(clock() - start)
+            start = clock()
+            done = 0
+            while done < max(block, 1) or clock() - start < settle_ns:
+                t0 = clock()
+                run()
+                out.append(clock() - t0)
+                done += 1
     return times
 
 

@@ -72,7 +72,7 @@ def _graph(g: Graph, top: bool = False) -> onnx.GraphProto:
         if n.domain == _fused.DOMAIN:  # onnxc's internal kernels go out as the standard ops they fuse
             nodes.extend(n.impl.export(n, inputs, [o.name for o in n.outputs]))
         else:
-            nodes.append(_node(n, inputs))
+            nodes.append(node_proto(n, inputs))
         defined.update(id(o) for o in n.outputs)
     outputs = []
     for v, name in zip(g.outputs, g.output_names or [o.name for o in g.outputs]):
@@ -92,7 +92,8 @@ def _array(v: Value) -> np.ndarray:
     return array
 
 
-def _node(n: Node, inputs: list[str]) -> onnx.NodeProto:
+def node_proto(n: Node, inputs: list[str]) -> onnx.NodeProto:
+    """A standard IR node as ONNX (inputs: the names it reads)."""
     while inputs and inputs[-1] == "":
         inputs.pop()
     proto = helper.make_node(n.op_type, inputs, [o.name for o in n.outputs], name=n.name or None,

@@ -95,20 +95,22 @@ def test_smoke_defaults_and_overrides():
     assert smoke.threads == [1] and not smoke.memory and smoke.timing.min_runs < cli.harness.FULL.min_runs
     full = cli.config_from(cli.parser().parse_args(["--threads", "2,1", "--runs", "3", "--no-gemm"]))
     assert full.threads == [1, 2] and full.memory and full.timing.min_runs == 3 and full.gemm_shapes == []
-    assert full.timing.block == 4 and cli.config_from(cli.parser().parse_args(["--block", "1"])).timing.block == 1
+    strict = cli.config_from(cli.parser().parse_args(["--block", "1", "--settle-ms", "0"])).timing
+    assert full.timing.block == 4 and full.timing.settle_ms == 50 and (strict.block, strict.settle_ms) == (1, 0)
 
 
-@pytest.mark.parametrize("block", [1, 3])
-def test_turns_time_all_but_the_first_run_of_each(block):
+@pytest.mark.parametrize("block, settle_ms", [(1, 0), (3, 0), (3, 5)])
+def test_turns_settle_then_time_a_block(block, settle_ms):
     harness = _module("harness")
     log: list[str] = []
-    config = harness.TimingConfig(warmup=1, min_runs=4, min_seconds=0, block=block)
+    config = harness.TimingConfig(warmup=1, min_runs=4, min_seconds=0, block=block, settle_ms=settle_ms)
     times_a, times_b = harness.interleaved(lambda: log.append("a"), lambda: log.append("b"), config)
-    assert len(times_a) == len(times_b) >= 4
-    if block == 1:
-        assert "".join(log) == "ab" * (1 + len(times_a))
-    else:  # turns of 3 runs, 2 timed: 4 timed runs need 2 turns each
-        assert "".join(log[2:]) == "aaabbb" * 2 and len(times_a) == 4
+    runs = "".join(log[2:])   # after one warm-up run of each
+    assert len(times_a) >= 4 and len(times_b) >= 4
+    if settle_ms == 0:
+        assert len(times_a) == len(times_b) and runs == ("a" * block + "b" * block) * (len(times_a) // block)
+    else:  # each turn: untimed runs for 5 ms, then timed ones for at least 5 ms
+        assert runs.count("a") > len(times_a) and runs.startswith("a") and "b" in runs
 
 
 def _fake_results(ratios: dict[str, float], gemm_fraction: float) -> dict:

@@ -1,5 +1,5 @@
 """The fusion passes (compiler/passes/fuse.py) as Before -> Expected IR, and the fused
-kernels against onnxruntime at every optimization level."""
+kernels against onnxruntime at every optimization level and in the exported optimized model."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +12,7 @@ from onnx import helper, numpy_helper
 import onnxc
 from helpers import make_model
 from onnxc.compiler.frontend import build_graph
-from onnxc.compiler.passes.fuse import fold_batch_norm, fuse_conv_epilogue
+from onnxc.compiler.passes.fuse import fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue
 from onnxc.compiler.passes.infer import infer_shapes
 from onnxc.compiler.passes.verify import verify
 
@@ -183,3 +183,94 @@ def test_avx512_builds_compile_warning_free(tmp_path):
     manifest = onnxc.compile_model(residual_block("Relu").SerializeToString(), tmp_path / "avx512",
                                    onnxc.CompileOptions(march="skylake-avx512", threads=2))
     assert "-march=skylake-avx512" in manifest["toolchain"]
+
+
+def transformer_ffn(activation: str = "Relu") -> onnx.ModelProto:
+    """x -> MatMul + bias -> GELU written out (Div, Erf, Add, Mul, Mul) -> MatMul + bias
+    (a (1, N) constant) + x -> activation: a transformer feed-forward block."""
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+             helper.make_node("Add", ["h", "b1"], ["hb"], name="bias1"),
+             helper.make_node("Div", ["hb", "sqrt2"], ["d"], name="div"),
+             helper.make_node("Erf", ["d"], ["e"], name="erf"),
+             helper.make_node("Add", ["e", "one"], ["e1"], name="add1"),
+             helper.make_node("Mul", ["hb", "e1"], ["m"], name="mul"),
+             helper.make_node("Mul", ["m", "half"], ["g"], name="half"),
+             helper.make_node("MatMul", ["g", "w2"], ["o"], name="mm2"),
+             helper.make_node("Add", ["b2", "o"], ["ob"], name="bias2"),
+             helper.make_node("Add", ["ob", "x"], ["r"], name="residual"),
+             helper.make_node(activation, ["r"], ["y"], name="act")]
+    scalars = [numpy_helper.from_array(np.array(v, np.float32), n)
+               for n, v in (("sqrt2", 2 ** 0.5), ("one", 1.0), ("half", 0.5))]
+    inits = [_init("w1", 16, 32), _init("b1", 32), _init("w2", 32, 16), _init("b2", 1, 16), *scalars]
+    return make_model(nodes, [("x", T.FLOAT, [2, 8, 16])], [("y", T.FLOAT, [2, 8, 16])], inits, opset=17)
+
+
+def test_matmul_bias_residual_and_activation_fuse_and_gelu_becomes_one_loop():
+    g = graph_of(transformer_ffn())
+    fuse_matmul_epilogue(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[2,8,16])
+  hb: float[2,8,32] = FusedMatMul(x, w1, b1, _)
+  d: float[2,8,32] = Div(hb, sqrt2)
+  e: float[2,8,32] = Erf(d)
+  e1: float[2,8,32] = Add(e, one)
+  m: float[2,8,32] = Mul(hb, e1)
+  g: float[2,8,32] = Mul(m, half)
+  y: float[2,8,16] = FusedMatMul(g, w2, b2_vector, x)
+  return y"""
+    fuse_elementwise(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[2,8,16])
+  hb: float[2,8,32] = FusedMatMul(x, w1, b1, _)
+  g: float[2,8,32] = FusedElementwise(hb, sqrt2, one, half)
+  y: float[2,8,16] = FusedMatMul(g, w2, b2_vector, x)
+  return y"""
+    assert g.nodes[1].attrs["ops"] == "Div, Erf, Add, Mul, Mul"
+
+
+def test_a_value_read_twice_or_by_a_graph_output_stays_materialized():
+    nodes = [helper.make_node("Add", ["x", "x"], ["a"]), helper.make_node("Mul", ["a", "a"], ["b"]),
+             helper.make_node("Tanh", ["b"], ["c"]), helper.make_node("Sigmoid", ["c"], ["y"])]
+    model = make_model(nodes, [("x", T.FLOAT, [3, 4])], [("y", T.FLOAT, [3, 4]), ("c", T.FLOAT, [3, 4])])
+    g = graph_of(model)
+    fuse_elementwise(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[3,4])
+  a: float[3,4] = Add(x, x)
+  c: float[3,4] = FusedElementwise(a)
+  y: float[3,4] = Sigmoid(c)
+  return y, c"""
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    got = onnxc.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    for a, b in zip(got, _ort(model, {"x": x})):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "Tanh"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fused_matmul_and_elementwise_match_onnxruntime_at_every_level(activation, threads):
+    model = transformer_ffn(activation)
+    x = RNG.standard_normal((2, 8, 16)).astype(np.float32)
+    want = _ort(model, {"x": x})[0]
+    for level in (onnxc.GraphOptimizationLevel.ORT_DISABLE_ALL, onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                  onnxc.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, onnxc.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        so = onnxc.SessionOptions()
+        so.graph_optimization_level = level
+        so.intra_op_num_threads = threads
+        sess = onnxc.InferenceSession(model.SerializeToString(), so)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-5, err_msg=str(level))
+    ops = [n["op"] for n in sess._model.manifest["nodes"]]
+    assert ops == ["FusedMatMul", "FusedElementwise", "FusedMatMul"]
+
+
+def test_the_optimized_model_file_writes_fused_matmul_and_elementwise_as_standard_ops(tmp_path):
+    model = transformer_ffn("Sigmoid")
+    so = onnxc.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    sess = onnxc.InferenceSession(model.SerializeToString(), so)
+    saved = onnx.load(so.optimized_model_filepath)
+    onnx.checker.check_model(saved)
+    assert [n.op_type for n in saved.graph.node] == ["MatMul", "Add", "Identity", "Div", "Erf", "Add", "Mul", "Mul",
+                                                     "MatMul", "Add", "Add", "Sigmoid"]
+    x = RNG.standard_normal((2, 8, 16)).astype(np.float32)
+    np.testing.assert_allclose(_ort(saved, {"x": x})[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)

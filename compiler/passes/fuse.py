@@ -3,7 +3,10 @@
 fold_batch_norm (BASIC): an inference BatchNormalization after a Conv becomes part of the
 Conv's weights and bias. fuse_conv_epilogue (EXTENDED): a float32 Conv followed by a
 residual Add and/or an activation becomes one FusedConv, whose GEMM applies them to each
-output tile while it is in cache.
+output tile while it is in cache. fuse_matmul_epilogue (EXTENDED) does the same for a float32
+MatMul by a matrix followed by a bias Add, a residual Add and/or an activation.
+fuse_elementwise (EXTENDED): trees of float32 elementwise
+ops whose intermediate results have one reader each become one FusedElementwise loop.
 """
 from __future__ import annotations
 
@@ -14,7 +17,10 @@ import numpy as np
 from .. import dtypes as dt
 from ..ir import Graph, Node, Value
 from ..ops import _fused
+from ..ops import fused_elementwise
 from ..ops.fused_conv import FusedConv
+from ..ops.fused_elementwise import FusedElementwise
+from ..ops.fused_mat_mul import FusedMatMul
 
 
 def _sole_reader(v: Value, consumers: dict[int, list[Node]], outputs: set[int]) -> Optional[Node]:
@@ -103,6 +109,59 @@ def fuse_conv_epilogue(graph: Graph) -> None:
     graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dead or id(n) in replaced]
 
 
+def fuse_matmul_epilogue(graph: Graph) -> None:
+    """MatMul(A, B) (float32, A of rank >= 2, B a matrix) -> [Add of a bias vector over the
+    last axis] -> [Add of a same-shape tensor] -> [activation], at least one of them: one
+    FusedMatMul."""
+    consumers = graph.consumers()
+    outputs = {id(v) for v in graph.outputs}
+    replaced: dict[int, Node] = {}
+    dead: set[int] = set()
+    for mm in graph.nodes:
+        if mm.op_type != "MatMul" or mm.domain or id(mm) in dead:
+            continue
+        a, b = mm.inputs
+        y = mm.outputs[0]
+        if y.dtype is not dt.FLOAT or a.shape is None or len(a.shape) < 2 or b.shape is None or len(b.shape) != 2:
+            continue
+        pattern: list[Node] = [mm]
+        bias = residual = None
+        for _ in range(2):
+            add = _sole_reader(pattern[-1].outputs[0], consumers, outputs)
+            if add is None or add.op_type not in ("Add", "Sum") or add.domain or len(add.inputs) != 2 \
+                    or add.version <= 6 or add.outputs[0].shape != y.shape:
+                break
+            cur = pattern[-1].outputs[0]
+            other = add.inputs[1] if add.inputs[0] is cur else add.inputs[0]
+            if other is cur or other.dtype is not dt.FLOAT or other.shape is None:
+                break
+            vector_like = len(other.shape) == 1 or (other.const is not None and len(other.shape) >= 1
+                                                    and all(d == 1 for d in other.shape[:-1]))
+            if bias is None and residual is None and vector_like and other.shape[-1] == y.shape[-1]:
+                bias = other
+            elif residual is None and tuple(other.shape) == tuple(y.shape):
+                residual = other
+            else:
+                break
+            pattern.append(add)
+        activation = _activation(graph, pattern[-1].outputs[0], consumers, outputs)
+        if activation is not None:
+            pattern += activation[2]
+        if len(pattern) == 1 or any(id(n) in dead for n in pattern):
+            continue
+        if bias is not None and len(bias.shape) != 1:   # a constant (1, ..., N): the vector it holds
+            bias = Value(f"{bias.name}_vector", dt.FLOAT, (bias.shape[-1],), const=bias.const.reshape(-1))
+        last = pattern[-1]
+        attrs = {"activation": activation[0] if activation else "",
+                 "activation_params": activation[1] if activation else ()}
+        fused = Node("FusedMatMul", _fused.DOMAIN, mm.name, [a, b, bias, residual], [last.outputs[0]], attrs,
+                     opset=1, impl=FusedMatMul(), version=1)
+        last.outputs[0].producer = fused
+        replaced[id(last)] = fused
+        dead.update(id(n) for n in pattern)
+    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dead or id(n) in replaced]
+
+
 def _activation(graph: Graph, v: Value, consumers: dict[int, list[Node]],
                 outputs: set[int]) -> Optional[tuple[str, tuple[float, ...], list[Node]]]:
     """The activation applied to ``v`` by its only reader(s): name, params and its nodes."""
@@ -125,3 +184,55 @@ def _activation(graph: Graph, v: Value, consumers: dict[int, list[Node]],
             return None
         return "Swish", (), [sigmoid, mul]
     return None
+
+
+def fuse_elementwise(graph: Graph) -> None:
+    """Each tree of fusable elementwise nodes (fused_elementwise.fusable) joined by values read
+    once, by one operand of one node, becomes one FusedElementwise at the tree's root."""
+    consumers = graph.consumers()
+    outputs = {id(v) for v in graph.outputs}
+    order = {id(n): i for i, n in enumerate(graph.nodes)}
+    group: dict[int, list[Node]] = {}   # id(node) -> the members of its tree so far
+    for n in graph.nodes:
+        if not fused_elementwise.fusable(n):
+            continue
+        members = [n]
+        for v in n.inputs:
+            p = v.producer
+            if p is not None and id(p) in group and _sole_reader(v, consumers, outputs) is n \
+                    and sum(u is v for u in n.inputs) == 1 and group[id(p)][-1] is p:
+                members = group[id(p)][:-1] + [p] + members
+        members.sort(key=lambda m: order[id(m)])
+        members.remove(n)
+        members.append(n)
+        for m in members:
+            group[id(m)] = members
+    replaced: dict[int, Node] = {}
+    dead: set[int] = set()
+    for members in {id(g): g for g in group.values()}.values():
+        if len(members) < 2 or members[-1] is not group[id(members[-1])][-1]:
+            continue
+        root = members[-1]
+        if group[id(root)] is not members:
+            continue
+        inside = {id(m.outputs[0]): j for j, m in enumerate(members)}
+        inputs: list[Value] = []
+        steps = []
+        for m in members:
+            refs = []
+            for v in m.inputs:
+                if id(v) in inside and inside[id(v)] < members.index(m):
+                    refs.append(("step", inside[id(v)]))
+                else:
+                    if all(u is not v for u in inputs):
+                        inputs.append(v)
+                    refs.append(("input", next(i for i, u in enumerate(inputs) if u is v)))
+            steps.append((m, refs))
+        out = root.outputs[0]
+        fused = Node("FusedElementwise", _fused.DOMAIN, root.name, inputs, [out],
+                     {"ops": ", ".join(m.op_type for m in members)}, opset=1, impl=FusedElementwise(), version=1,
+                     memo={"steps": steps, "shape": out.shape})
+        out.producer = fused
+        replaced[id(root)] = fused
+        dead.update(id(m) for m in members)
+    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dead or id(n) in replaced]
