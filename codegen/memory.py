@@ -2,11 +2,14 @@
 
 Greedy best-fit over lifetimes (the same idea as onnxruntime's mem pattern and
 TVM's storage rewrite): a buffer reuses a byte range whose previous tenant is
-dead. Values with symbolic sizes are left to the runtime allocator.
+dead. An elementwise node may also write its output over an input that dies at
+that node (in place): the two are planned as one buffer. Values with symbolic
+sizes are left to the runtime allocator.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 ALIGN = 64
 
@@ -23,8 +26,25 @@ def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def plan(buffers: list[Buffer], reuse: bool = True) -> tuple[dict[int, int], int]:
-    """Returns (key -> byte offset, arena size); without ``reuse`` every buffer gets its own bytes."""
+def plan(buffers: list[Buffer], reuse: bool = True,
+         shares: Optional[dict[int, int]] = None) -> tuple[dict[int, int], int]:
+    """Returns (key -> byte offset, arena size); without ``reuse`` every buffer gets its own bytes.
+    ``shares``: key -> the key of a buffer it is written over (same size, whose last use is
+    this one's first step); such chains get one byte range for their joint lifetime."""
+    if shares:
+        root: dict[int, int] = {}
+        for key in (b.key for b in buffers):
+            r = key
+            while r in shares:
+                r = shares[r]
+            root[key] = r
+        joint: dict[int, Buffer] = {}
+        for b in buffers:
+            r = root[b.key]
+            j = joint.setdefault(r, Buffer(r, b.size, b.first, b.last))
+            j.size, j.first, j.last = max(j.size, b.size), min(j.first, b.first), max(j.last, b.last)
+        offsets, arena = plan(list(joint.values()), reuse)
+        return {b.key: offsets[root[b.key]] for b in buffers}, arena
     if not reuse:
         offsets, arena = {}, 0
         for buf in buffers:

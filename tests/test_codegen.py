@@ -37,6 +37,35 @@ def test_memory_plan_never_overlaps_live_buffers():
     assert arena <= sum((b.size + 63) // 64 * 64 for b in bufs)
 
 
+def test_memory_plan_puts_in_place_chains_in_one_range():
+    # 1 -> 2 -> 3 written in place, 4 lives alongside all of them
+    bufs = [memory.Buffer(1, 1000, 0, 1), memory.Buffer(2, 1000, 1, 2), memory.Buffer(3, 1000, 2, 5),
+            memory.Buffer(4, 500, 0, 5)]
+    offsets, arena = memory.plan(bufs, shares={2: 1, 3: 2})
+    assert offsets[1] == offsets[2] == offsets[3] != offsets[4]
+    assert arena == 1024 + 512
+
+
+def _chain_model():
+    """x -> Exp -> a -> Sigmoid -> b -> Neg -> c; y = c + a (a stays alive until the end)."""
+    nodes = [helper.make_node("Exp", ["x"], ["a"]), helper.make_node("Sigmoid", ["a"], ["b"]),
+             helper.make_node("Neg", ["b"], ["c"]), helper.make_node("Add", ["c", "a"], ["y"])]
+    return make_model(nodes, [("x", T.FLOAT, [64, 64])], [("y", T.FLOAT, [64, 64])])
+
+
+def test_elementwise_outputs_are_written_over_inputs_that_die(tmp_path):
+    import onnxruntime as ort
+    model = _chain_model()
+    so = onnxc.SessionOptions()
+    so.graph_optimization_level = onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC  # no fusion: four nodes
+    sess = onnxc.InferenceSession(model.SerializeToString(), so)
+    # a lives to the end; b dies at Neg, which writes c over it: two 16 KiB buffers, not three
+    assert sess._model.manifest["arena_bytes"] == 2 * 64 * 64 * 4
+    x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-6, atol=1e-6)
+
+
 def test_cexpr_folds_constants():
     assert cexpr.mul(2, 3, "n") == "(6 * n)"
     assert cexpr.mul(1, "n") == "n"

@@ -6,6 +6,7 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper
 
+import onnxc
 from helpers import make_model
 from onnxc.compiler.frontend import build_graph
 from onnxc.compiler.passes.infer import fold_constants, infer_shapes
@@ -136,3 +137,28 @@ def test_full_pipeline_with_verifier_after_each_pass():
     run_pipeline(g, check=True, trace=lambda name, _: seen.append(name))
     assert seen == [name for name, _, _ in PIPELINE]
     assert [n.op_type for n in g.nodes] == ["Relu"]
+
+
+def test_common_subexpressions_are_computed_once():
+    """Two Transposes of x with the same perm and two Relus of them: one of each is left;
+    graph outputs keep their names, and a different perm is not merged."""
+    from onnxc.compiler.passes.simplify import eliminate_common_subexpressions
+    nodes = [helper.make_node("Transpose", ["x"], ["t1"], perm=[1, 0]),
+             helper.make_node("Transpose", ["x"], ["t2"], perm=[1, 0]),
+             helper.make_node("Transpose", ["x"], ["t3"], perm=[0, 1]),
+             helper.make_node("Relu", ["t1"], ["y1"]), helper.make_node("Relu", ["t2"], ["y2"]),
+             helper.make_node("Neg", ["t3"], ["d"])]
+    model = make_model(nodes, [("x", T.FLOAT, [2, 3])],
+                       [("y1", T.FLOAT, [3, 2]), ("y2", T.FLOAT, [3, 2]), ("d", T.FLOAT, [2, 3])])
+    g = build_graph(model)
+    infer_shapes(g)
+    eliminate_common_subexpressions(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == ["Transpose", "Transpose", "Relu", "Neg"]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    assert [o.name for o in sess.get_outputs()] == ["y1", "y2", "d"]
+    y1, y2, d = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(d, -x)
+    np.testing.assert_array_equal(y1, np.maximum(x.T, 0))
+    np.testing.assert_array_equal(y2, y1)

@@ -80,9 +80,27 @@ def elementwise_kernel(k: KernelContext, operands: list[TensorRef],
                     out=out.name, value=value)
 
 
+# Types stored one element per whole bytes (not strings, not packed 4-bit or 2-bit elements).
+WHOLE_BYTE_TYPES = (dt.FLOAT, dt.DOUBLE, dt.FLOAT16, dt.BFLOAT16, dt.INT8, dt.INT16, dt.INT32, dt.INT64,
+                    dt.UINT8, dt.UINT16, dt.UINT32, dt.UINT64, dt.BOOL)
+
+
+def same_index_inputs(node: Node) -> list[int]:
+    """Inputs of an elementwise node with the output's type and shape: element i of one is
+    read only for element i of the output, so the output may be written over it."""
+    out = node.outputs[0] if len(node.outputs) == 1 else None
+    if out is None or out.dtype not in WHOLE_BYTE_TYPES or not out.static:
+        return []
+    return [i for i, v in enumerate(node.inputs)
+            if v is not None and v.is_tensor and v.dtype == out.dtype and v.shape == out.shape]
+
+
 class Unary(OpDef):
     """y = f(x), same shape and type."""
     types: ClassVar[Sequence[dt.DType]] = dt.NUMERIC
+
+    def in_place(self, node: Node) -> list[int]:
+        return same_index_inputs(node)
 
     def out_dtype(self, x: dt.DType) -> dt.DType:
         return x
@@ -103,6 +121,9 @@ class Unary(OpDef):
 class Binary(OpDef):
     """c = f(a, b) with multidirectional broadcasting."""
     types: ClassVar[Sequence[dt.DType]] = dt.NUMERIC
+
+    def in_place(self, node: Node) -> list[int]:
+        return same_index_inputs(node)
 
     def out_dtype(self, a: dt.DType) -> dt.DType:
         return a
@@ -128,6 +149,9 @@ class Binary(OpDef):
 class Variadic(OpDef):
     """y = f(x0, x1, ...) folded left to right, with broadcasting (Sum, Max, Min, Mean)."""
     types: ClassVar[Sequence[dt.DType]] = dt.NUMERIC
+
+    def in_place(self, node: Node) -> list[int]:
+        return same_index_inputs(node)
 
     def infer(self, node: Node, ctx: InferContext):
         xs = [ctx.inp(i) for i in range(len(node.inputs))]

@@ -13,7 +13,7 @@ from .. import dtypes as dt
 from ..ir import Node
 from . import _fused
 from ._binary import Broadcasting
-from ._elementwise import Binary, Unary, Variadic, elementwise_kernel
+from ._elementwise import Binary, Unary, Variadic, elementwise_kernel, same_index_inputs
 from .registry import InferContext, OpDef, register
 
 # Broadcasting ops whose float32 kernel is their scalar expression (others check or convert).
@@ -55,6 +55,9 @@ class FusedElementwise(OpDef):
 
     def infer(self, node: Node, ctx: InferContext):
         return [(dt.FLOAT, node.memo["shape"])]
+
+    def in_place(self, node: Node) -> list[int]:
+        return same_index_inputs(node)
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         operands = [k.input(i) for i in range(len(node.inputs))]

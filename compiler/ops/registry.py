@@ -142,6 +142,11 @@ class OpDef:
     def infer(self, node: "Node", ctx: InferContext) -> list[tuple["DType", "Shape"]]:
         raise NotImplementedError(f"{type(self).__name__} has no shape inference")
 
+    def in_place(self, node: "Node") -> list[int]:
+        """Inputs whose memory the output may take over when they die at this node: the
+        kernel reads element i of such an input only to compute element i of the output."""
+        return []
+
     def lower(self, node: "Node", k: "KernelContext") -> "Kernel":
         raise NotImplementedError(f"{type(self).__name__} has no lowering")
 

@@ -6,7 +6,7 @@ from typing import Callable, Optional
 from ..ir import Graph
 from .fuse import fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue
 from .infer import fold_constants, infer_shapes
-from .simplify import eliminate_dead_code, remove_identity_like
+from .simplify import eliminate_common_subexpressions, eliminate_dead_code, remove_identity_like
 from .verify import verify
 
 Pass = Callable[[Graph], None]
@@ -18,6 +18,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("infer_shapes", infer_shapes, 0),
     ("fold_constants", fold_constants, 1),
     ("remove_identity_like", remove_identity_like, 1),
+    ("eliminate_common_subexpressions", eliminate_common_subexpressions, 1),
     ("fold_batch_norm", fold_batch_norm, 1),
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_conv_epilogue", fuse_conv_epilogue, 2),

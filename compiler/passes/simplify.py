@@ -1,8 +1,17 @@
-"""Removal of nodes that only forward their input: Identity, inference-mode Dropout,
-Reshape to the same shape, Cast to the same type."""
+"""Removal of nodes that only forward their input (Identity, inference-mode Dropout,
+Reshape to the same shape, Cast to the same type), of repeated computations, and of
+dead code."""
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from ..ir import Graph, Node, reads
+
+# Ops whose every run gives new values: two such nodes are never the same computation.
+NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                    "Bernoulli", "Dropout"}
 
 
 def _forwards_input(node: Node, consumers: dict[int, list[Node]], graph_outputs: set[int]) -> bool:
@@ -46,3 +55,42 @@ def eliminate_dead_code(graph: Graph) -> None:
             live.update(id(v) for v in reads(node))
     graph.nodes = kept[::-1]
 
+
+
+def eliminate_common_subexpressions(graph: Graph) -> None:
+    """A node that repeats an earlier one (same op, attributes and input values) is dropped;
+    its readers read the earlier node's outputs (e.g. the same Shape -> Gather read by two
+    branches, or one tensor transposed the same way twice)."""
+    seen: dict[tuple, Node] = {}
+    dead: set[int] = set()
+    for node in graph.nodes:
+        if node.domain not in ("", "ai.onnx.ml") or node.subgraphs or node.op_type in NONDETERMINISTIC:
+            continue
+        key = (node.op_type, node.domain, node.version, tuple(id(v) if v is not None else None for v in node.inputs),
+               tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items())), len(node.outputs))
+        first = seen.get(key)
+        if first is None:
+            seen[key] = node
+            continue
+        if any(a.dtype != b.dtype or a.shape != b.shape or a.kind != b.kind for a, b in zip(first.outputs, node.outputs)):
+            continue
+        for old, new in zip(node.outputs, first.outputs):
+            graph.replace_uses(old, new)
+        dead.add(id(node))
+    if dead:
+        graph.remove_nodes(dead)
+
+
+def _attr_key(value: Any) -> Any:
+    """An attribute value as something hashable that equal values share."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (list, tuple)):
+        return tuple(_attr_key(v) for v in value)
+    if isinstance(value, float) and value != value:
+        return ("nan",)
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("repr", repr(value))
