@@ -353,7 +353,8 @@ class CEmitter:
         except NotImplementedError as e:
             raise UnsupportedError(f"{node.label}: {e}") from e
         fname = self.mangle(node.name or node.op_type, f"{self.scope}node{index}_{node.op_type}_")
-        label = comment(f"{node.domain + '::' if node.domain else ''}{node.op_type} '{node.name}'")
+        label = comment(f"{node.domain + '::' if node.domain else ''}{node.op_type} '{node.name}'"
+                        + (f" = {node.memo['fused']}" if "fused" in node.memo else ""))
         types = comment(", ".join(v.type_str() if v is not None else "_" for v in node.inputs)
                         + " -> " + ", ".join(v.type_str() for v in node.outputs))
 

@@ -289,6 +289,7 @@ def _profile(args: argparse.Namespace) -> int:
     options = SessionOptions()
     options.enable_profiling = True
     options.profile_file_prefix = args.prefix
+    options.graph_optimization_level = args.opt_level
     sess = InferenceSession(args.model, options)
     notes: list[str] = []
     feed, _ = _feed(sess, args, notes)

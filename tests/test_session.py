@@ -179,7 +179,7 @@ def test_cli_compile_then_load_artifact_without_compiling(tmp_path):
     assert manifest["inputs"] == [{"name": "x", "dtype": "float", "shape": ["batch", 8], "kind": "tensor"}]
     source = (out / "model.c").read_text()
     assert "Command: onnxc compile" in source.splitlines()[1]
-    assert "/* Add 'add'" in source and "/* Relu 'relu'" in source
+    assert "FusedElementwise 'relu' = Add 'add' -> Relu 'relu'" in source  # one loop, both named
     s = onnxc.InferenceSession(str(out))
     x = np.ones((4, 8), np.float32)
     np.testing.assert_allclose(s.run(None, {"x": x})[0], expected(x), rtol=1e-6)

@@ -165,6 +165,7 @@ def test_profiling_writes_onnxruntime_style_trace(tmp_path, monkeypatch):
     m = make_model(nodes, [("x", T.FLOAT, ["n", 8])], [("y", T.FLOAT, ["n", 4])],
                    [helper.make_tensor("w", T.FLOAT, [8, 4], w.reshape(-1))])
     so = onnxc.SessionOptions()
+    so.graph_optimization_level = onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC  # MatMul and Relu stay two nodes
     so.enable_profiling = True
     so.profile_file_prefix = "myprof"
     sess = onnxc.InferenceSession(m.SerializeToString(), so)
@@ -201,7 +202,8 @@ def test_profiling_a_loop_records_its_body_nodes(tmp_path, monkeypatch):
     import json
     events = json.loads((tmp_path / sess.end_profiling()).read_text())
     ops = [e["args"]["op_name"] for e in events if e["cat"] == "Node"]
-    assert ops.count("MatMul") == 3 and ops.count("Tanh") == 3 and ops.count("Loop") == 1
+    # the body's MatMul -> Tanh is one fused kernel, run once per iteration
+    assert ops.count("FusedMatMul") == 3 and ops.count("Loop") == 1 and len(ops) == 4
 
 
 def test_logging_levels_follow_onnxruntime_severities(caplog):
@@ -304,15 +306,18 @@ def test_memory_options_change_the_plan(field, value, check):
              helper.make_node("Relu", ["b"], ["c"]), helper.make_node("Neg", ["c"], ["y"])]
     m = make_model(nodes, [("x", T.FLOAT, [256])], [("y", T.FLOAT, [256])])
     so = onnxc.SessionOptions()
+    so.graph_optimization_level = onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC  # four nodes, not one fused loop
     setattr(so, field, value)
     sess = onnxc.InferenceSession(m.SerializeToString(), so)
     x = np.linspace(-1, 1, 256, dtype=np.float32)
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], -np.maximum(-np.maximum(x, 0), 0))
     code = open(f"{sess.artifact_dir}/model.c").read()
     assert check(code)
-    default = open(f"{onnxc.InferenceSession(m.SerializeToString()).artifact_dir}/model.c").read()
+    basic = onnxc.SessionOptions()
+    basic.graph_optimization_level = onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    default = open(f"{onnxc.InferenceSession(m.SerializeToString(), basic).artifact_dir}/model.c").read()
     planned = int(default.split("#define ARENA_PLANNED ")[1].split()[0])
-    if field == "enable_mem_reuse":  # three intermediates, each with its own bytes now
+    if field == "enable_mem_reuse":  # three intermediates, each with its own bytes (else written in place)
         assert int(code.split("#define ARENA_PLANNED ")[1].split()[0]) > planned
 
 

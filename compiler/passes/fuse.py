@@ -23,6 +23,11 @@ from ..ops.fused_elementwise import FusedElementwise
 from ..ops.fused_mat_mul import FusedMatMul
 
 
+def _described(nodes: list[Node]) -> str:
+    """The nodes a fused node replaces, as the generated code's comment names them."""
+    return " -> ".join(f"{n.op_type} '{n.name}'" for n in nodes)
+
+
 def _sole_reader(v: Value, consumers: dict[int, list[Node]], outputs: set[int]) -> Optional[Node]:
     """The one node that reads ``v``, if ``v`` has exactly one reader and is no graph output."""
     readers = consumers.get(id(v), [])
@@ -102,7 +107,7 @@ def fuse_conv_epilogue(graph: Graph) -> None:
         inputs = (list(conv.inputs) + [None, None])[:3]
         last = pattern[-1]
         fused = Node("FusedConv", _fused.DOMAIN, conv.name, inputs + [residual], [last.outputs[0]], attrs,
-                     opset=1, impl=FusedConv(), version=1)
+                     opset=1, impl=FusedConv(), version=1, memo={"fused": _described(pattern)})
         last.outputs[0].producer = fused
         replaced[id(last)] = fused
         dead.update(id(n) for n in pattern)
@@ -155,7 +160,7 @@ def fuse_matmul_epilogue(graph: Graph) -> None:
         attrs = {"activation": activation[0] if activation else "",
                  "activation_params": activation[1] if activation else ()}
         fused = Node("FusedMatMul", _fused.DOMAIN, mm.name, [a, b, bias, residual], [last.outputs[0]], attrs,
-                     opset=1, impl=FusedMatMul(), version=1)
+                     opset=1, impl=FusedMatMul(), version=1, memo={"fused": _described(pattern)})
         last.outputs[0].producer = fused
         replaced[id(last)] = fused
         dead.update(id(n) for n in pattern)
@@ -231,7 +236,7 @@ def fuse_elementwise(graph: Graph) -> None:
         out = root.outputs[0]
         fused = Node("FusedElementwise", _fused.DOMAIN, root.name, inputs, [out],
                      {"ops": ", ".join(m.op_type for m in members)}, opset=1, impl=FusedElementwise(), version=1,
-                     memo={"steps": steps, "shape": out.shape})
+                     memo={"steps": steps, "shape": out.shape, "fused": _described(members)})
         out.producer = fused
         replaced[id(root)] = fused
         dead.update(id(m) for m in members)
