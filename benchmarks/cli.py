@@ -44,10 +44,12 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, metavar="N", help="at least N timed runs per runtime")
     p.add_argument("--min-seconds", type=float, metavar="S", help="at least S seconds of timed runs per runtime")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs of each runtime first")
-    p.add_argument("--block", type=int, metavar="N", help="timed runs per turn, at least (default 4)")
+    p.add_argument("--block", type=int, metavar="N", help="timed runs per turn, at least (default 3)")
     p.add_argument("--settle-ms", type=float, metavar="MS",
-                   help="untimed runs at the start of each turn, for MS milliseconds (default 50; "
-                        "--block 1 --settle-ms 0: strict A B A B)")
+                   help="pause before each turn, then one untimed run (default 200; 0: neither)")
+    p.add_argument("--turn-ms", type=float, metavar="MS",
+                   help="timed runs of a turn last at least MS milliseconds (default 300; "
+                        "--block 1 --settle-ms 0 --turn-ms 0: strict A B A B)")
     p.add_argument("--memory", action=argparse.BooleanOptionalAction, default=None,
                    help="RSS probes in child processes (default: on; off with --smoke)")
     p.add_argument("--gemm", action=argparse.BooleanOptionalAction, default=True,
@@ -60,7 +62,7 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
 def _timing(args: argparse.Namespace) -> harness.TimingConfig:
     base = harness.SMOKE if args.smoke else harness.FULL
     chosen = {"min_runs": args.runs, "min_seconds": args.min_seconds, "warmup": args.warmup, "block": args.block,
-              "settle_ms": args.settle_ms}
+              "settle_ms": args.settle_ms, "turn_ms": args.turn_ms}
     for name, value in chosen.items():
         if value is not None and value < 0:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 0")

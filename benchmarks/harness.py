@@ -2,13 +2,15 @@
 in the same process with their runs interleaved in turns (A A A ... B B B ... A A A ...),
 so drift in clock speed, cache state or machine load reaches both alike.
 
-Each turn starts with untimed runs for ``settle_ms``. After a run, a runtime's idle worker
-threads keep spinning for a while (onnxruntime's for tens of milliseconds, by design: its
-next run starts sooner); in the same process they take cores from the other runtime, which
-on a 2-core machine can triple the other's time. The untimed start of a turn absorbs that,
+Before each turn the process sleeps ``settle_ms``, then makes one untimed run. After a run,
+a runtime's idle worker threads keep spinning (onnxruntime's, by design, so that its next
+run starts sooner); in the same process they take cores from the other runtime for as long
+as that one keeps the machine busy: on a 2-core machine, onnxc's ResNet-50 at 2 threads took
+126-144 ms right after onnxruntime runs and 88-90 ms after a 0.5 s pause or in a program of
+its own. The pause lets the spinning stop, the untimed run brings caches and clocks back,
 so each runtime is timed as it runs in a program of its own. Then come at least ``block``
-timed runs, and at least ``settle_ms`` of them. ``block=1, settle_ms=0`` times strict
-A B A B instead."""
+timed runs lasting at least ``turn_ms`` together. ``block=1, settle_ms=0, turn_ms=0`` times
+strict A B A B instead."""
 from __future__ import annotations
 
 import dataclasses
@@ -34,12 +36,13 @@ class TimingConfig:
     min_runs: int = 10
     min_seconds: float = 1.5
     max_runs: int = 20000
-    block: int = 4         # timed runs per turn, at least
-    settle_ms: float = 50  # untimed runs at the start of each turn, for this long (0: none)
+    block: int = 3          # timed runs per turn, at least
+    settle_ms: float = 200  # pause before each turn, then one untimed run (0: neither)
+    turn_ms: float = 300    # timed runs per turn last at least this long
 
 
 FULL = TimingConfig()
-SMOKE = TimingConfig(warmup=2, min_runs=5, min_seconds=0.05, max_runs=200, settle_ms=10)
+SMOKE = TimingConfig(warmup=2, min_runs=5, min_seconds=0.05, max_runs=200, settle_ms=20, turn_ms=20)
 
 
 # --- sessions ---------------------------------------------------------------------------------------------
@@ -84,26 +87,29 @@ def run_count(warmup_ns: list[int], warmup_ns_other: list[int], config: TimingCo
 def interleaved(run_a: Callable[[], Any], run_b: Callable[[], Any],
                 config: TimingConfig) -> tuple[np.ndarray, np.ndarray]:
     """Warm-up then timed runs in alternating turns; nanoseconds of each timed run of each."""
-    warm_a, warm_b = _alternate(run_a, run_b, config.warmup, 1, 0)
+    strict = TimingConfig(block=1, settle_ms=0, turn_ms=0)
+    warm_a, warm_b = _alternate(run_a, run_b, config.warmup, strict)
     runs = run_count(warm_a, warm_b, config)
-    times_a, times_b = _alternate(run_a, run_b, runs, config.block, int(config.settle_ms * 1e6))
+    times_a, times_b = _alternate(run_a, run_b, runs, config)
     return np.array(times_a, np.int64), np.array(times_b, np.int64)
 
 
-def _alternate(run_a: Callable[[], Any], run_b: Callable[[], Any], count: int, block: int,
-               settle_ns: int) -> tuple[list[int], list[int]]:
-    """At least ``count`` timed runs of each, in turns: untimed runs for ``settle_ns`` (none
-    if 0), then at least ``block`` timed runs lasting at least ``settle_ns`` together."""
+def _alternate(run_a: Callable[[], Any], run_b: Callable[[], Any], count: int,
+               config: TimingConfig) -> tuple[list[int], list[int]]:
+    """At least ``count`` timed runs of each, in turns: a pause of ``settle_ms`` and one
+    untimed run (neither if settle_ms is 0), then at least ``block`` timed runs lasting at
+    least ``turn_ms`` together."""
     times: tuple[list[int], list[int]] = ([], [])
     clock = time.perf_counter_ns
-    while len(times[0]) < count:
+    turn_ns = int(config.turn_ms * 1e6)
+    while len(times[0]) < count or len(times[1]) < count:
         for run, out in ((run_a, times[0]), (run_b, times[1])):
-            start = clock()
-            while settle_ns and clock() - start < settle_ns:
+            if config.settle_ms > 0:
+                time.sleep(config.settle_ms / 1e3)
                 run()
             start = clock()
             done = 0
-            while done < max(block, 1) or clock() - start < settle_ns:
+            while done < max(config.block, 1) or clock() - start < turn_ns:
                 t0 = clock()
                 run()
                 out.append(clock() - t0)

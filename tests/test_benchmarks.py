@@ -8,6 +8,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 from types import ModuleType
 
@@ -95,22 +96,26 @@ def test_smoke_defaults_and_overrides():
     assert smoke.threads == [1] and not smoke.memory and smoke.timing.min_runs < cli.harness.FULL.min_runs
     full = cli.config_from(cli.parser().parse_args(["--threads", "2,1", "--runs", "3", "--no-gemm"]))
     assert full.threads == [1, 2] and full.memory and full.timing.min_runs == 3 and full.gemm_shapes == []
-    strict = cli.config_from(cli.parser().parse_args(["--block", "1", "--settle-ms", "0"])).timing
-    assert full.timing.block == 4 and full.timing.settle_ms == 50 and (strict.block, strict.settle_ms) == (1, 0)
+    strict = cli.config_from(cli.parser().parse_args(["--block", "1", "--settle-ms", "0", "--turn-ms", "0"])).timing
+    assert (full.timing.block, full.timing.settle_ms, full.timing.turn_ms) == (3, 200, 300)
+    assert (strict.block, strict.settle_ms) == (1, 0)
 
 
-@pytest.mark.parametrize("block, settle_ms", [(1, 0), (3, 0), (3, 5)])
-def test_turns_settle_then_time_a_block(block, settle_ms):
+@pytest.mark.parametrize("block, settle_ms, turn_ms", [(1, 0, 0), (3, 0, 0), (2, 1, 5)])
+def test_turns_pause_then_time_a_block(block, settle_ms, turn_ms):
     harness = _module("harness")
     log: list[str] = []
-    config = harness.TimingConfig(warmup=1, min_runs=4, min_seconds=0, block=block, settle_ms=settle_ms)
+    config = harness.TimingConfig(warmup=1, min_runs=4, min_seconds=0, block=block, settle_ms=settle_ms,
+                                  turn_ms=turn_ms)
     times_a, times_b = harness.interleaved(lambda: log.append("a"), lambda: log.append("b"), config)
     runs = "".join(log[2:])   # after one warm-up run of each
     assert len(times_a) >= 4 and len(times_b) >= 4
     if settle_ms == 0:
         assert len(times_a) == len(times_b) and runs == ("a" * block + "b" * block) * (len(times_a) // block)
-    else:  # each turn: untimed runs for 5 ms, then timed ones for at least 5 ms
-        assert runs.count("a") > len(times_a) and runs.startswith("a") and "b" in runs
+    else:  # each turn: one untimed run, then timed ones for at least 5 ms
+        for name, times in (("a", times_a), ("b", times_b)):
+            turns = len(re.findall(name + "+", runs))
+            assert runs.count(name) == len(times) + turns and turns >= 1
 
 
 def _fake_results(ratios: dict[str, float], gemm_fraction: float) -> dict:
