@@ -174,6 +174,14 @@ def is_intact(folder: str) -> bool:
         return False
 
 
+def _mark_verified(folder: str) -> None:
+    """A freshly built artifact's weights are those its manifest's checksum was computed
+    from: record them as verified, so the first load does not hash them again."""
+    with contextlib.suppress(OSError, KeyError, ModelError):
+        weights = os.path.join(folder, read_manifest(folder)["weights"])
+        _write_json_atomic(os.path.join(folder, _VERIFIED), _stat_of(weights))
+
+
 def _sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -196,6 +204,7 @@ def get_or_build(key: str, build: Callable[[str], None], root: Optional[str] = N
         tmp = tempfile.mkdtemp(prefix=f".{key}-", dir=root)
         try:
             build(tmp)
+            _mark_verified(tmp)
             os.rename(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -226,3 +226,17 @@ def test_inner_dim_mismatch_is_checked_before_the_kernel_runs():
     np.testing.assert_allclose(s.run(None, {"a": a, "b": b})[0], a @ b)
     with pytest.raises(onnxc.RuntimeFailure):
         s.run(None, {"a": np.ones((2, 3), np.float32), "b": np.ones((5, 4), np.float32)})
+
+
+def test_a_freshly_built_artifact_is_not_hashed_again_on_its_first_load(tmp_path, monkeypatch):
+    """The build computed the weights' checksum from the bytes it wrote: loading the artifact
+    right after (the second session of a process, the next process) hashes the library only."""
+    from onnxc.runtime import cache
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    data = bias_relu_model().SerializeToString()
+    onnxc.InferenceSession(data)
+    hashed = []
+    real = cache._sha256_file
+    monkeypatch.setattr(cache, "_sha256_file", lambda path: hashed.append(os.path.basename(path)) or real(path))
+    onnxc.InferenceSession(data)
+    assert hashed == ["libmodel.so"]
