@@ -114,11 +114,10 @@ def _ort(model, feed):
     return ort.InferenceSession(model.SerializeToString(), so).run(None, feed)
 
 
-@pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", "Swish"])
-@pytest.mark.parametrize("threads", [1, 2])
-def test_fused_blocks_match_onnxruntime_at_every_level(activation, threads):
-    model = residual_block(activation)
-    x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
+def _matches_onnxruntime_at_every_level(model, x_shape, threads):
+    """onnxc's outputs against onnxruntime's (no graph optimizations) at every level, on a
+    random x; returns the session of the last level (ALL)."""
+    x = RNG.standard_normal(x_shape).astype(np.float32)
     want = _ort(model, {"x": x})[0]
     for level in (onnxc.GraphOptimizationLevel.ORT_DISABLE_ALL, onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC,
                   onnxc.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, onnxc.GraphOptimizationLevel.ORT_ENABLE_ALL):
@@ -127,8 +126,14 @@ def test_fused_blocks_match_onnxruntime_at_every_level(activation, threads):
         so.intra_op_num_threads = threads
         sess = onnxc.InferenceSession(model.SerializeToString(), so)
         np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-5, err_msg=str(level))
-    ops = [n["op"] for n in sess._model.manifest["nodes"]]
-    assert ops == ["FusedConv", "FusedConv"]
+    return sess
+
+
+@pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", "Swish"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fused_blocks_match_onnxruntime_at_every_level(activation, threads):
+    sess = _matches_onnxruntime_at_every_level(residual_block(activation), (2, 8, 10, 10), threads)
+    assert [n["op"] for n in sess._model.manifest["nodes"]] == ["FusedConv", "FusedConv"]
 
 
 def test_the_optimized_model_file_writes_fused_kernels_as_standard_ops(tmp_path):
@@ -249,18 +254,8 @@ def test_a_value_read_twice_or_by_a_graph_output_stays_materialized():
 @pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "Tanh"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_fused_matmul_and_elementwise_match_onnxruntime_at_every_level(activation, threads):
-    model = transformer_ffn(activation)
-    x = RNG.standard_normal((2, 8, 16)).astype(np.float32)
-    want = _ort(model, {"x": x})[0]
-    for level in (onnxc.GraphOptimizationLevel.ORT_DISABLE_ALL, onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-                  onnxc.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, onnxc.GraphOptimizationLevel.ORT_ENABLE_ALL):
-        so = onnxc.SessionOptions()
-        so.graph_optimization_level = level
-        so.intra_op_num_threads = threads
-        sess = onnxc.InferenceSession(model.SerializeToString(), so)
-        np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-5, err_msg=str(level))
-    ops = [n["op"] for n in sess._model.manifest["nodes"]]
-    assert ops == ["FusedMatMul", "FusedElementwise", "FusedMatMul"]
+    sess = _matches_onnxruntime_at_every_level(transformer_ffn(activation), (2, 8, 16), threads)
+    assert [n["op"] for n in sess._model.manifest["nodes"]] == ["FusedMatMul", "FusedElementwise", "FusedMatMul"]
 
 
 def test_the_optimized_model_file_writes_fused_matmul_and_elementwise_as_standard_ops(tmp_path):

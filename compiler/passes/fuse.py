@@ -197,41 +197,38 @@ def fuse_elementwise(graph: Graph) -> None:
     consumers = graph.consumers()
     outputs = {id(v) for v in graph.outputs}
     order = {id(n): i for i, n in enumerate(graph.nodes)}
-    group: dict[int, list[Node]] = {}   # id(node) -> the members of its tree so far
+    tree: dict[int, list[Node]] = {}   # id(node) -> its tree's members in graph order, the root last
     for n in graph.nodes:
         if not fused_elementwise.fusable(n):
             continue
         members = [n]
         for v in n.inputs:
+            # a producer whose only output use is this operand: its tree (p is its root) joins
             p = v.producer
-            if p is not None and id(p) in group and _sole_reader(v, consumers, outputs) is n \
-                    and sum(u is v for u in n.inputs) == 1 and group[id(p)][-1] is p:
-                members = group[id(p)][:-1] + [p] + members
+            if p is not None and id(p) in tree and _sole_reader(v, consumers, outputs) is n \
+                    and sum(u is v for u in n.inputs) == 1:
+                members = tree[id(p)] + members
         members.sort(key=lambda m: order[id(m)])
-        members.remove(n)
-        members.append(n)
         for m in members:
-            group[id(m)] = members
+            tree[id(m)] = members
     replaced: dict[int, Node] = {}
     dead: set[int] = set()
-    for members in {id(g): g for g in group.values()}.values():
-        if len(members) < 2 or members[-1] is not group[id(members[-1])][-1]:
+    for members in {id(t): t for t in tree.values()}.values():
+        if len(members) < 2:
             continue
         root = members[-1]
-        if group[id(root)] is not members:
-            continue
-        inside = {id(m.outputs[0]): j for j, m in enumerate(members)}
+        position = {id(m.outputs[0]): j for j, m in enumerate(members)}
         inputs: list[Value] = []
         steps = []
         for m in members:
             refs = []
             for v in m.inputs:
-                if id(v) in inside and inside[id(v)] < members.index(m):
-                    refs.append(("step", inside[id(v)]))
-                else:
-                    if all(u is not v for u in inputs):
-                        inputs.append(v)
-                    refs.append(("input", next(i for i, u in enumerate(inputs) if u is v)))
+                if id(v) in position:
+                    refs.append(("step", position[id(v)]))
+                    continue
+                if all(u is not v for u in inputs):
+                    inputs.append(v)
+                refs.append(("input", next(i for i, u in enumerate(inputs) if u is v)))
             steps.append((m, refs))
         out = root.outputs[0]
         fused = Node("FusedElementwise", _fused.DOMAIN, root.name, inputs, [out],
