@@ -190,7 +190,7 @@ class CEmitter:
                 else:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
         reuse = self.opt.memory != "no_reuse"
-        shares = self._in_place(static_buffers, last_use) if reuse and not parallel else {}
+        shares = self._in_place(static_buffers, when, last_use) if reuse and not parallel else {}
         offsets, arena = memory.plan(static_buffers, reuse=reuse, shares=shares)
         for key, off in offsets.items():
             self.locs[key].offset = off
@@ -524,20 +524,21 @@ class CEmitter:
     def _nbytes_expr(self, v: Value) -> str:
         return cexpr.lit(cexpr.mul(v.dtype.itemsize, *[self.dim(d) for d in v.shape]))
 
-    def _in_place(self, buffers: list[memory.Buffer], last_use: dict[int, int]) -> dict[int, int]:
+    def _in_place(self, buffers: list[memory.Buffer], when: dict[int, int],
+                  last_use: dict[int, int]) -> dict[int, int]:
         """Output buffer -> the input buffer it is written over: an input its node may
         overwrite (OpDef.in_place) that dies at that node, in the arena, of the same size."""
         in_arena = {b.key: b for b in buffers}
         taken: set[int] = set()
         shares: dict[int, int] = {}
-        for step, node in enumerate(self.g.nodes):
+        for node in self.g.nodes:
             out = node.outputs[0] if len(node.outputs) == 1 else None
             if out is None or id(out) not in in_arena or node.subgraphs:
                 continue
             for i in node.impl.in_place(node):
                 v = node.inputs[i]
                 buf = in_arena.get(id(v))
-                if buf is None or id(v) in taken or last_use.get(id(v)) != step \
+                if buf is None or id(v) in taken or last_use.get(id(v)) != when[id(node)] \
                         or buf.size != in_arena[id(out)].size:
                     continue
                 shares[id(out)] = id(v)

@@ -136,13 +136,19 @@ def test_fused_blocks_match_onnxruntime_at_every_level(activation, threads):
     assert [n["op"] for n in sess._model.manifest["nodes"]] == ["FusedConv", "FusedConv"]
 
 
-def test_the_optimized_model_file_writes_fused_kernels_as_standard_ops(tmp_path):
-    model = residual_block("Swish")
+def _session_and_optimized_file(model, tmp_path):
+    """A session at the default level and the optimized model it wrote (checked as ONNX)."""
     so = onnxc.SessionOptions()
     so.optimized_model_filepath = str(tmp_path / "opt.onnx")
     sess = onnxc.InferenceSession(model.SerializeToString(), so)
     saved = onnx.load(so.optimized_model_filepath)
     onnx.checker.check_model(saved)
+    return sess, saved
+
+
+def test_the_optimized_model_file_writes_fused_kernels_as_standard_ops(tmp_path):
+    model = residual_block("Swish")
+    sess, saved = _session_and_optimized_file(model, tmp_path)
     assert {n.op_type for n in saved.graph.node} >= {"Conv", "Add", "Sigmoid", "Mul"}
     assert not any(n.op_type == "BatchNormalization" for n in saved.graph.node)  # folded
     x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
@@ -260,11 +266,7 @@ def test_fused_matmul_and_elementwise_match_onnxruntime_at_every_level(activatio
 
 def test_the_optimized_model_file_writes_fused_matmul_and_elementwise_as_standard_ops(tmp_path):
     model = transformer_ffn("Sigmoid")
-    so = onnxc.SessionOptions()
-    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
-    sess = onnxc.InferenceSession(model.SerializeToString(), so)
-    saved = onnx.load(so.optimized_model_filepath)
-    onnx.checker.check_model(saved)
+    sess, saved = _session_and_optimized_file(model, tmp_path)
     assert [n.op_type for n in saved.graph.node] == ["MatMul", "Add", "Identity", "Div", "Erf", "Add", "Mul", "Mul",
                                                      "MatMul", "Add", "Add", "Sigmoid"]
     x = RNG.standard_normal((2, 8, 16)).astype(np.float32)

@@ -95,12 +95,17 @@ def same_index_inputs(node: Node) -> list[int]:
             if v is not None and v.is_tensor and v.dtype == out.dtype and v.shape == out.shape]
 
 
-class Unary(OpDef):
-    """y = f(x), same shape and type."""
-    types: ClassVar[Sequence[dt.DType]] = dt.NUMERIC
+class Elementwise(OpDef):
+    """Base of the elementwise ops: the output may be written over a same-typed, same-shaped
+    input that dies at the node."""
 
     def in_place(self, node: Node) -> list[int]:
         return same_index_inputs(node)
+
+
+class Unary(Elementwise):
+    """y = f(x), same shape and type."""
+    types: ClassVar[Sequence[dt.DType]] = dt.NUMERIC
 
     def out_dtype(self, x: dt.DType) -> dt.DType:
         return x
@@ -118,12 +123,9 @@ class Unary(OpDef):
         return elementwise_kernel(k, [x], lambda v: self.scalar(v[0], node, x))
 
 
-class Binary(OpDef):
+class Binary(Elementwise):
     """c = f(a, b) with multidirectional broadcasting."""
     types: ClassVar[Sequence[dt.DType]] = dt.NUMERIC
-
-    def in_place(self, node: Node) -> list[int]:
-        return same_index_inputs(node)
 
     def out_dtype(self, a: dt.DType) -> dt.DType:
         return a
@@ -146,12 +148,9 @@ class Binary(OpDef):
         return elementwise_kernel(k, [a, b], lambda v: self.scalar(v[0], v[1], node, a))
 
 
-class Variadic(OpDef):
+class Variadic(Elementwise):
     """y = f(x0, x1, ...) folded left to right, with broadcasting (Sum, Max, Min, Mean)."""
     types: ClassVar[Sequence[dt.DType]] = dt.NUMERIC
-
-    def in_place(self, node: Node) -> list[int]:
-        return same_index_inputs(node)
 
     def infer(self, node: Node, ctx: InferContext):
         xs = [ctx.inp(i) for i in range(len(node.inputs))]

@@ -13,8 +13,8 @@ from .. import dtypes as dt
 from ..ir import Node
 from . import _fused
 from ._binary import Broadcasting
-from ._elementwise import Binary, Unary, Variadic, elementwise_kernel, same_index_inputs
-from .registry import InferContext, OpDef, register
+from ._elementwise import Binary, Elementwise, Unary, Variadic, elementwise_kernel
+from .registry import InferContext, register
 
 # Broadcasting ops whose float32 kernel is their scalar expression (others check or convert).
 ARITHMETIC = ("Add", "Sub", "Mul", "Div")
@@ -49,15 +49,12 @@ def scalar(step: Node, args: list[str], t: TensorRef) -> str:
 
 
 @register("FusedElementwise", since=1, domain=_fused.DOMAIN)
-class FusedElementwise(OpDef):
+class FusedElementwise(Elementwise):
     """Y = the composition of the elementwise ops in memo["steps"], one loop nest, with numpy
     broadcasting of every input to Y. Attribute ``ops``: the fused op types, for readers."""
 
     def infer(self, node: Node, ctx: InferContext):
         return [(dt.FLOAT, node.memo["shape"])]
-
-    def in_place(self, node: Node) -> list[int]:
-        return same_index_inputs(node)
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         operands = [k.input(i) for i in range(len(node.inputs))]
