@@ -66,6 +66,24 @@ def test_elementwise_outputs_are_written_over_inputs_that_die(tmp_path):
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-6, atol=1e-6)
 
 
+def test_a_reshape_of_a_dying_tensor_takes_its_memory_and_copies_nothing():
+    """Transpose -> Reshape -> Transpose (a channel shuffle): the Reshape's output is planned
+    over its input, so the arena holds two buffers, and the copy is skipped."""
+    import onnxruntime as ort
+    shape = helper.make_tensor("shape", T.INT64, [3], [8, 16, 16])
+    model = make_model([helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+                        helper.make_node("Reshape", ["t", "shape"], ["r"]),
+                        helper.make_node("Transpose", ["r"], ["y"], perm=[0, 2, 1])],
+                       [("x", T.FLOAT, [4, 8, 64])], [("y", T.FLOAT, [8, 16, 16])], [shape])
+    so = onnxc.SessionOptions()
+    so.graph_optimization_level = onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    sess = onnxc.InferenceSession(model.SerializeToString(), so)
+    assert sess._model.manifest["arena_bytes"] == 4 * 8 * 64 * 4    # t and r: one buffer
+    x = np.random.default_rng(0).standard_normal((4, 8, 64)).astype(np.float32)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+
+
 def test_a_fused_node_comment_names_the_nodes_it_replaces(tmp_path):
     m = make_model([helper.make_node("Add", ["x", "x"], ["t"], name="first add"),
                     helper.make_node("Relu", ["t"], ["y"], name="the relu")],

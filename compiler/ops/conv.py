@@ -5,6 +5,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ...codegen import cexpr
+from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.names import c_string
 from .. import dtypes as dt
@@ -111,6 +112,10 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         raise k.unsupported("fused epilogues need float32 tensors")
     epilogue = epilogue or {"act": "ONNXC_ACT_NONE", "alpha": "0.0f", "beta": "0.0f", "residual": None}
     fused = epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None
+    if sgemm and depthwise:
+        kernel = _depthwise_2d(k, win, begins, checks, epilogue, fused)
+        if kernel is not None:
+            return kernel
     packed = None
     mr = k.target.gemm_mr
     if sgemm and not depthwise and k.target.prepack and w.value is not None and all(
@@ -138,15 +143,64 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         "residual": f"{epilogue['residual']} + (n * {cexpr.lit(m)} + g * {cexpr.lit(mg)}) * {cexpr.lit(size_out)}"
                     if epilogue["residual"] else None,
     }
+    # Groups (and images) whose GEMMs are too small to split among the threads run side by side.
+    groups_parallel = None
+    if sgemm and not depthwise and k.target.threads > 1 and (group > 1 or n != 1):
+        macs = cexpr.lit(cexpr.mul(mg, size_out, kk))
+        groups_parallel = (f"{cexpr.lit(cexpr.mul(n, group))} > 1 && {macs} < ONNXC_PARALLEL_MIN_MACS"
+                           f" && {cexpr.lit(cexpr.mul(n, group))} * {macs} >= ONNXC_PARALLEL_MIN_MACS")
+    data["groups_parallel"] = groups_parallel
+    data["WIDTH"] = cexpr.lit(width)
     helpers = (_gemm.HELPER,) if not depthwise or (sgemm and fused) else ()
     kernel = k.kernel("c/conv.c.j2", helpers=helpers, **data)
     if w_load:
         kernel.scratch["w"] = cexpr.mul(m, kk, g.size)
     if not (direct or depthwise):
-        kernel.scratch["col"] = cexpr.mul(kk, width, g.size)
+        kernel.scratch["col"] = cexpr.mul(kk, width, g.size, k.target.threads if groups_parallel else 1)
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
     if not depthwise:
         kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk,
                                                   few_rows_unpacked=packed is None, threads=k.target.threads)
+    return kernel
+
+
+MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
+
+
+def _depthwise_2d(k: KernelContext, win, begins: Sequence[CExpr], checks: list[dict[str, str]],
+                  epilogue: dict[str, Any], fused: bool) -> Optional[Kernel]:
+    """The ``c/conv_depthwise.c.j2`` kernel of a float32 2-D depthwise Conv with static sizes
+    and pads of at least 0, or None where it does not apply (the generic loops run then)."""
+    x, w, y = k.input(0), k.input(1), k.out
+    sizes = [*x.dims, *y.dims[2:], *begins]
+    if win.rank != 2 or not all(isinstance(d, int) for d in sizes) or min(begins) < 0:
+        return None
+    (kh, kw), (s0, s1), (d0, d1) = win.kernel, win.strides, win.dilations
+    if kh * kw > MAX_DEPTHWISE_TAPS:
+        return None
+    n, c, h, wd = x.dims
+    oh, ow = y.dims[2:]
+    pt, pl = begins
+    # padded rows / columns read: up to (O - 1) * S + (K - 1) * D, and the input's
+    rows = max((oh - 1) * s0 + (kh - 1) * d0 + 1, pt + h)
+    cols = max((ow - 1) * s1 + (kw - 1) * d1 + 1, pl + wd)
+    # phase planes: rows / columns of P with the same remainder modulo the stride
+    qh, qw = -(-rows // s0), -(-cols // s1)
+    tail = (kw - 1) * d1 // s1     # the last row's taps reach this far past a plane
+    pq = qh * qw + tail
+    taps = [(a * d0 % s0 * s1 + b * d1 % s1) * pq + a * d0 // s0 * qw + b * d1 // s1
+            for a in range(kh) for b in range(kw)]
+    stride = s0 * s1 * pq + oh * qw    # one thread's planes and row buffer
+    data = {
+        "checks": checks, "NC": n * c, "C": c, "H": h, "W": wd, "OH": oh, "OW": ow, "QW": qw, "PQ": pq,
+        "PT": pt, "PL": pl, "S0": s0, "S1": s1, "STRIDE": stride, "taps": taps,
+        # per column phase b: the first input column w landing on it, and its plane column
+        "phases": [(b, first, (first + pl) // s1) for b, first in ((b, (b - pl) % s1) for b in range(s1)) if first < wd],
+        "threads": k.target.threads, "x_ptr": x.name, "y_ptr": y.name, "w_ptr": w.name,
+        "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
+        "epi": epilogue, "fused": fused, "residual": epilogue["residual"],
+    }
+    kernel = k.kernel("c/conv_depthwise.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)
     return kernel

@@ -11,6 +11,9 @@ class ZipMap(Copy):
     the Python runtime builds the list of dicts (as onnxruntime returns it) from both.
     """
 
+    def in_place(self, node) -> list:
+        return []     # the output is a map sequence built from the scores by the runtime
+
     @staticmethod
     def keys(node) -> list:
         strings = node.attrs.get("classlabels_strings")

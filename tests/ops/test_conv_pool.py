@@ -89,6 +89,60 @@ def test_conv_1d_3d(xshape, wshape, attrs):
     assert_matches_ort(model, {"X": randn(xshape), "W": randn(wshape), "B": randn([wshape[0]])}, atol=1e-4)
 
 
+DEPTHWISE = [  # (X shape, kernel, attrs) of float32 2-D depthwise convolutions
+    ([2, 5, 7, 7], [3, 3], {"pads": [1, 1, 1, 1]}),
+    ([1, 6, 14, 13], [3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ([1, 3, 12, 11], [5, 5], {"pads": [2, 1, 0, 2], "dilations": [2, 1]}),
+    ([1, 4, 9, 10], [3, 2], {"strides": [1, 3], "pads": [0, 1, 2, 0]}),
+    ([1, 4, 8, 8], [3, 3], {"auto_pad": "SAME_LOWER", "strides": [2, 1]}),
+    ([1, 2, 6, 6], [7, 7], {"pads": [3, 3, 3, 3]}),
+    ([1, 64, 24, 24], [3, 3], {"pads": [1, 1, 1, 1]}),   # enough work to run on the threads
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("xshape, kernel, attrs", DEPTHWISE)
+def test_depthwise_conv(xshape, kernel, attrs, threads):
+    """One channel per group, alone and with a fused residual and ReLU (EXTENDED level)."""
+    c = xshape[1]
+    w, b = randn([c, 1, *kernel]), randn([c])
+    conv = node("Conv", ["X", "W", "B"], "C", group=c, **attrs)
+    plain = make_model([conv], [("X", TP.FLOAT, xshape), ("W", TP.FLOAT, w.shape), ("B", TP.FLOAT, [c])],
+                       [("C", TP.FLOAT, [None] * 4)])
+    x = randn(xshape)
+    (y,) = run_ort(plain, {"X": x, "W": w, "B": b})
+    fused = make_model([conv, node("Add", ["C", "Z"], "S"), node("Relu", ["S"], "Y")],
+                       [("X", TP.FLOAT, xshape), ("Z", TP.FLOAT, y.shape)], [("Y", TP.FLOAT, [None] * 4)],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, [c], b)])
+    z = randn(y.shape)
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    got = onnxc.InferenceSession(plain.SerializeToString(), so).run(None, {"X": x, "W": w, "B": b})
+    assert_close(got, [y], atol=1e-4)
+    got = onnxc.InferenceSession(fused.SerializeToString(), so).run(None, {"X": x, "Z": z})
+    assert_close(got, [np.maximum(y + z, 0)], atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("xshape, wshape, attrs", [
+    ([1, 128, 28, 28], [128, 16, 3, 3], {"group": 8, "pads": [1, 1, 1, 1]}),   # im2col per group
+    ([2, 136, 28, 28], [272, 34, 1, 1], {"group": 4}),                         # 1x1, two images
+])
+def test_grouped_conv_groups_side_by_side(xshape, wshape, attrs, threads):
+    """Groups whose GEMMs are too small to split run on the threads with their own scratch."""
+    w, b = randn(wshape) * 0.1, randn([wshape[0]])
+    conv = node("Conv", ["X", "W", "B"], "Y", **attrs)
+    model = make_model([conv, node("Relu", ["Y"], "R")], [("X", TP.FLOAT, xshape)], [("R", TP.FLOAT, [None] * 4)],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    x = randn(xshape)
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    got = onnxc.InferenceSession(model.SerializeToString(), so).run(None, {"X": x})
+    assert_close(got, run_ort(model, {"X": x}), rtol=1e-4, atol=1e-4)
+
+
 def test_conv_large_channels_use_gemm_tiles():
     x, w = randn([1, 24, 20, 19]), randn([37, 24, 3, 3])
     model = make_model([node("Conv", ["X", "W"], "Y", pads=[1, 1, 1, 1])],
