@@ -141,11 +141,14 @@ def test_qlinear_matmul(opset, a_type, y_type, a_shape, b_shape):
     model = make_model([node], [("a", ONNX_TYPE[a_type], a_shape), ("b", TP.INT8, b_shape)],
                        [("y", ONNX_TYPE[y_type], a_shape[:-1] + b_shape[-1:])], inits, opset=opset)
     sess = onnxc.InferenceSession(model.SerializeToString())
+    # its own generator (the draws do not depend on which tests ran before), and B within
+    # +-40: onnxruntime's u8s8 kernels saturate 16-bit partial sums of large operands
+    rng = np.random.default_rng(11)
     for batch in (1, 3):
         shape = [batch if d == "B" else d for d in a_shape]
         info = np.iinfo(a_type)
-        feeds = {"a": RNG.integers(info.min, info.max, shape).astype(a_type),
-                 "b": RNG.integers(-128, 127, b_shape).astype(np.int8)}
+        feeds = {"a": rng.integers(info.min, info.max, shape).astype(a_type),
+                 "b": rng.integers(-40, 40, b_shape).astype(np.int8)}
         expected = assert_matches_ort(model, feeds)
         np.testing.assert_array_equal(sess.run(None, feeds)[0], expected[0])
 
