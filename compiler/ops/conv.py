@@ -11,7 +11,7 @@ from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
-from ._conv_pool import affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, row_offset, window
+from ._conv_pool import Window, affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, row_offset, window
 from ._elementwise import check_dtype
 from .registry import InferContext, OpDef, register
 
@@ -168,7 +168,7 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
 
 
-def _depthwise_2d(k: KernelContext, win, begins: Sequence[CExpr], checks: list[dict[str, str]],
+def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
                   epilogue: dict[str, Any], fused: bool) -> Optional[Kernel]:
     """The ``c/conv_depthwise.c.j2`` kernel of a float32 2-D depthwise Conv with static sizes
     and pads of at least 0, or None where it does not apply (the generic loops run then)."""
