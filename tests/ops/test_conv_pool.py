@@ -270,6 +270,21 @@ def test_max_pool_indices():
     assert_matches_ort(make_model(nodes, [("X", TP.FLOAT, x.shape)], outputs), {"X": x})
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_large_pools_on_threads(threads):
+    """Enough planes and window work that the planes run side by side on two threads."""
+    x = randn([2, 64, 20, 20])
+    nodes = [node("MaxPool", ["X"], ["Y0", "I0"], kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+             node("AveragePool", ["X"], "Y1", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("MaxPool", ["X"], "Y2", kernel_shape=[9, 9], pads=[4, 4, 4, 4])]
+    outputs = [(n, t, [None] * 4) for n, t in (("Y0", TP.FLOAT), ("I0", TP.INT64), ("Y1", TP.FLOAT), ("Y2", TP.FLOAT))]
+    model = make_model(nodes, [("X", TP.FLOAT, x.shape)], outputs)
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    got = onnxc.InferenceSession(model.SerializeToString(), so).run(None, {"X": x})
+    assert_close(got, run_ort(model, {"X": x}), atol=1e-5)
+
+
 @pytest.mark.parametrize("elem, dtype", [(TP.INT8, np.int8), (TP.UINT8, np.uint8), (TP.FLOAT16, np.float16)])
 def test_max_pool_types(elem, dtype):
     x = RNG.integers(-100 if dtype == np.int8 else 0, 100, [1, 2, 6, 7]).astype(dtype)
