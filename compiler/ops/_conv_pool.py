@@ -237,7 +237,8 @@ class Pool(OpDef):
         names = [f"i{a}" for a in range(rank)]
         data = {
             "kind": self.kind, "axes": axes, "NC": cexpr.lit(cexpr.mul(x.dims[0], x.dims[1])),
-            "window": cexpr.prod(win.kernel),
+            # element operations of the whole pool: the planes go to the threads above the threshold
+            "work": cexpr.lit(cexpr.mul(x.dims[0], x.dims[1], cexpr.prod(out_dims), cexpr.prod(win.kernel))),
             "IN": cexpr.lit(cexpr.prod(in_dims)), "OUT": cexpr.lit(cexpr.prod(out_dims)),
             "ct": x.compute, "xt": x.ctype, "yt": y.ctype, "X": x.name, "Y": y.name,
             "load": x.dtype.load.format("xp[i]"), "flat": flat_index(names, in_dims),
