@@ -19,6 +19,7 @@ from ..dims import Dim, DimTable
 from ..errors import ShapeError
 from ..ir import Node
 from ._elementwise import check_dtype
+from ._pool_planes import pool_planes
 from .registry import InferContext, OpDef
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -225,6 +226,10 @@ class Pool(OpDef):
         win = self.window(node, rank, k.unsupported)
         in_dims, out_dims = x.dims[2:], y.dims[2:]
         begins, ends = pads_c(win, in_dims, out_dims)
+        include_pad = self.kind == "avg" and bool(node.attrs.get("count_include_pad", 0))
+        planes = pool_planes(self.kind, k, win, begins, ends, include_pad)
+        if planes is not None:
+            return planes
         axes = axes_data(win, in_dims, out_dims, begins, ends)
         for a, axis in enumerate(axes):
             d, h = win.dilations[a], f"h{a}"
@@ -232,7 +237,7 @@ class Pool(OpDef):
             axis["pos"] = affine((h, 1), (f"k{a}", d))
             axis["lo"] = f"-{h}" if d == 1 else f"onnxc_dim_ceildiv(-{h}, {d})"
             axis["hi"] = _window_count(f"{axis['i']} - {h}", d, win.kernel[a])
-            if self.kind == "avg" and node.attrs.get("count_include_pad", 0):
+            if include_pad:
                 axis["count"] = _window_count(f"{axis['i']} + {axis['pe']} - {h}", d, win.kernel[a])
         names = [f"i{a}" for a in range(rank)]
         data = {
@@ -242,7 +247,7 @@ class Pool(OpDef):
             "IN": cexpr.lit(cexpr.prod(in_dims)), "OUT": cexpr.lit(cexpr.prod(out_dims)),
             "ct": x.compute, "xt": x.ctype, "yt": y.ctype, "X": x.name, "Y": y.name,
             "load": x.dtype.load.format("xp[i]"), "flat": flat_index(names, in_dims),
-            "include_pad": self.kind == "avg" and bool(node.attrs.get("count_include_pad", 0)),
+            "include_pad": include_pad,
             "indices": k.outputs[1].name if len(k.outputs) > 1 else None,
             "arg": _column_major(names, in_dims) if node.attrs.get("storage_order", 0) else "i",
         }

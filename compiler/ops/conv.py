@@ -13,6 +13,7 @@ from ..ir import Node
 from . import _gemm
 from ._conv_pool import Window, affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, row_offset, window
 from ._elementwise import check_dtype
+from ._phase_planes import phase_planes
 from .registry import InferContext, OpDef, register
 
 COL_ELEMENTS = 1 << 17      # im2col buffer size to aim for (elements)
@@ -176,27 +177,14 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     sizes = [*x.dims, *y.dims[2:], *begins]
     if win.rank != 2 or not all(isinstance(d, int) for d in sizes) or min(begins) < 0:
         return None
-    (kh, kw), (s0, s1), (d0, d1) = win.kernel, win.strides, win.dilations
-    if kh * kw > MAX_DEPTHWISE_TAPS:
+    if cexpr.prod(win.kernel) > MAX_DEPTHWISE_TAPS:
         return None
-    n, c, h, wd = x.dims
-    oh, ow = y.dims[2:]
-    pt, pl = begins
-    # padded rows / columns read: up to (O - 1) * S + (K - 1) * D, and the input's
-    rows = max((oh - 1) * s0 + (kh - 1) * d0 + 1, pt + h)
-    cols = max((ow - 1) * s1 + (kw - 1) * d1 + 1, pl + wd)
-    # phase planes: rows / columns of P with the same remainder modulo the stride
-    qh, qw = -(-rows // s0), -(-cols // s1)
-    tail = (kw - 1) * d1 // s1     # the last row's taps reach this far past a plane
-    pq = qh * qw + tail
-    taps = [(a * d0 % s0 * s1 + b * d1 % s1) * pq + a * d0 // s0 * qw + b * d1 // s1
-            for a in range(kh) for b in range(kw)]
-    stride = s0 * s1 * pq + oh * qw    # one thread's planes and row buffer
+    n, c = x.dims[:2]
+    pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
+    stride = pp.floats + pp.OH * pp.QW    # one thread's planes and row buffer
     data = {
-        "checks": checks, "NC": n * c, "C": c, "H": h, "W": wd, "OH": oh, "OW": ow, "QW": qw, "PQ": pq,
-        "PT": pt, "PL": pl, "S0": s0, "S1": s1, "STRIDE": stride, "taps": taps,
-        # per column phase b: the first input column w landing on it, and its plane column
-        "phases": [(b, first, (first + pl) // s1) for b, first in ((b, (b - pl) % s1) for b in range(s1)) if first < wd],
+        **pp.template_data(), "pp": pp.template_data(),
+        "checks": checks, "NC": n * c, "C": c, "STRIDE": stride, "taps": pp.taps,
         "threads": k.target.threads, "x_ptr": x.name, "y_ptr": y.name, "w_ptr": w.name,
         "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
         "epi": epilogue, "fused": fused, "residual": epilogue["residual"],

@@ -2,6 +2,8 @@
 reference implementation where onnxruntime has no kernel)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
@@ -283,6 +285,44 @@ def test_large_pools_on_threads(threads):
     so.intra_op_num_threads = threads
     got = onnxc.InferenceSession(model.SerializeToString(), so).run(None, {"X": x})
     assert_close(got, run_ort(model, {"X": x}), atol=1e-5)
+
+
+PLANE_POOLS = [  # (op, attrs, X shape) of float32 2-D pools over phase planes
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2]}, [1, 8, 17, 15]),
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [2, 4, 16, 16]),
+    ("MaxPool", {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}, [1, 40, 20, 20]),   # enough work for threads
+    ("MaxPool", {"kernel_shape": [3, 2], "strides": [3, 2], "dilations": [2, 3], "ceil_mode": 1}, [1, 3, 14, 13]),
+    ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, [1, 64, 14, 14]),
+    ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 2, 0, 1], "strides": [2, 3], "count_include_pad": 1},
+     [1, 5, 11, 13]),
+    ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}, [1, 6, 10, 10]),
+    ("AveragePool", {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 0, 1, 0]}, [1, 3, 9, 10]),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("op, attrs, xshape", PLANE_POOLS)
+def test_pools_over_phase_planes(op, attrs, xshape, threads):
+    """The separable kernel over padded planes against onnxruntime, with infinities in X; the
+    generic loops serve the same pool with a symbolic size. With NaNs in X (where onnxruntime's
+    max depends on where they fall) a max skips them in both kernels alike."""
+    x = randn(xshape)
+    x.flat[3::11], x.flat[5::13] = np.inf, -np.inf
+    with_nans = x.copy()
+    with_nans.flat[::7] = np.nan
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    results = []
+    for dims in (xshape, ["N", *xshape[1:]]):
+        model = make_model([node(op, ["X"], "Y", **attrs)], [("X", TP.FLOAT, dims)], [("Y", TP.FLOAT, [None] * 4)])
+        session = onnxc.InferenceSession(model.SerializeToString(), so)
+        with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+            assert ("over phase planes" in f.read()) == (dims is xshape)
+        (expected,) = run_ort(model, {"X": x})
+        np.testing.assert_allclose(session.run(None, {"X": x})[0], expected, rtol=1e-5, atol=1e-6)
+        results.append(session.run(None, {"X": with_nans})[0])
+    if op == "MaxPool":
+        np.testing.assert_array_equal(results[0], results[1])
 
 
 @pytest.mark.parametrize("elem, dtype", [(TP.INT8, np.int8), (TP.UINT8, np.uint8), (TP.FLOAT16, np.float16)])
