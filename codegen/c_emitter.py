@@ -190,8 +190,9 @@ class CEmitter:
                 else:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
         reuse = self.opt.memory != "no_reuse"
-        shares = self._in_place(static_buffers, when, last_use) if reuse and not parallel else {}
-        offsets, arena = memory.plan(static_buffers, reuse=reuse, shares=shares)
+        views = self._views(static_buffers) if reuse and not parallel else {}
+        shares = self._in_place(static_buffers, when, last_use, views) if reuse and not parallel else {}
+        offsets, arena = memory.plan(static_buffers, reuse=reuse, shares=shares, views=views)
         for key, off in offsets.items():
             self.locs[key].offset = off
 
@@ -524,16 +525,34 @@ class CEmitter:
     def _nbytes_expr(self, v: Value) -> str:
         return cexpr.lit(cexpr.mul(v.dtype.itemsize, *[self.dim(d) for d in v.shape]))
 
-    def _in_place(self, buffers: list[memory.Buffer], when: dict[int, int],
-                  last_use: dict[int, int]) -> dict[int, int]:
-        """Output buffer -> the input buffer it is written over: an input its node may
-        overwrite (OpDef.in_place) that dies at that node, in the arena, of the same size."""
-        in_arena = {b.key: b for b in buffers}
-        taken: set[int] = set()
-        shares: dict[int, int] = {}
+    def _views(self, buffers: list[memory.Buffer]) -> dict[int, tuple[int, int]]:
+        """Input buffer -> (output buffer, byte offset) where it is planned inside a node's
+        output (OpDef.input_views): both in the arena, the input read once by that node and
+        placed in one output only."""
+        in_arena = {b.key for b in buffers}
+        views: dict[int, tuple[int, int]] = {}
         for node in self.g.nodes:
             out = node.outputs[0] if len(node.outputs) == 1 else None
             if out is None or id(out) not in in_arena or node.subgraphs:
+                continue
+            for i, offset in node.impl.input_views(node):
+                v = node.inputs[i]
+                if id(v) in in_arena and id(v) not in views and sum(x is v for x in node.inputs) == 1:
+                    views[id(v)] = (id(out), offset)
+        return views
+
+    def _in_place(self, buffers: list[memory.Buffer], when: dict[int, int],
+                  last_use: dict[int, int], views: dict[int, tuple[int, int]]) -> dict[int, int]:
+        """Output buffer -> the input buffer it is written over: an input its node may
+        overwrite (OpDef.in_place) that dies at that node, in the arena, of the same size,
+        neither of them a view or holding views (their bytes are not theirs alone)."""
+        in_arena = {b.key: b for b in buffers}
+        viewed = set(views) | {outer for outer, _ in views.values()}
+        taken: set[int] = set(viewed)
+        shares: dict[int, int] = {}
+        for node in self.g.nodes:
+            out = node.outputs[0] if len(node.outputs) == 1 else None
+            if out is None or id(out) not in in_arena or id(out) in viewed or node.subgraphs:
                 continue
             for i in node.impl.in_place(node):
                 v = node.inputs[i]

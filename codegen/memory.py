@@ -3,8 +3,10 @@
 Greedy best-fit over lifetimes (the same idea as onnxruntime's mem pattern and
 TVM's storage rewrite): a buffer reuses a byte range whose previous tenant is
 dead. An elementwise node may also write its output over an input that dies at
-that node (in place): the two are planned as one buffer. Values with symbolic
-sizes are left to the runtime allocator.
+that node (in place): the two are planned as one buffer. A node that only copies
+its inputs into blocks of its output (Concat) may find them there already: they
+are planned as views inside it, and their producers write them in place. Values
+with symbolic sizes are left to the runtime allocator.
 """
 from __future__ import annotations
 
@@ -26,11 +28,32 @@ def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def plan(buffers: list[Buffer], reuse: bool = True,
-         shares: Optional[dict[int, int]] = None) -> tuple[dict[int, int], int]:
+def plan(buffers: list[Buffer], reuse: bool = True, shares: Optional[dict[int, int]] = None,
+         views: Optional[dict[int, tuple[int, int]]] = None) -> tuple[dict[int, int], int]:
     """Returns (key -> byte offset, arena size); without ``reuse`` every buffer gets its own bytes.
     ``shares``: key -> the key of a buffer it is written over (same size, whose last use is
-    this one's first step); such chains get one byte range for their joint lifetime."""
+    this one's first step); such chains get one byte range for their joint lifetime.
+    ``views``: key -> (key of a larger buffer, byte offset) where it lives inside that one
+    (which may itself be a view); the outermost buffer holds its bytes from the first
+    step of any of them to the last (keys of views take part in no share)."""
+    if views:
+        def anchor(key: int) -> tuple[int, int]:
+            offset = 0
+            while key in views:
+                key, at = views[key]
+                offset += at
+            return key, offset
+        span = {b.key: [b.first, b.last] for b in buffers if b.key not in views}
+        for b in buffers:
+            s = span[anchor(b.key)[0]]
+            s[0], s[1] = min(s[0], b.first), max(s[1], b.last)
+        offsets, arena = plan([Buffer(b.key, b.size, *span[b.key]) for b in buffers if b.key not in views],
+                              reuse, shares)
+        for b in buffers:
+            if b.key in views:
+                root, offset = anchor(b.key)
+                offsets[b.key] = offsets[root] + offset
+        return offsets, arena
     if shares:
         root: dict[int, int] = {}
         for key in (b.key for b in buffers):

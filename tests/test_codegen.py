@@ -84,6 +84,29 @@ def test_a_reshape_of_a_dying_tensor_takes_its_memory_and_copies_nothing():
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
 
 
+def test_concat_inputs_are_planned_inside_its_output_and_copied_nowhere():
+    """A DenseNet-style chain c2 = Concat(c1 = Concat(a, b), f): a, b, c1 and f are written
+    in their places inside c2, which the arena holds with r and then h. c2 dies at a Relu
+    that must not write r over it (b, inside it, is read later), b dies at an Exp that must
+    not write h over it, and a, joined twice in y3, is copied there."""
+    import onnxruntime as ort
+    n = helper.make_node
+    model = make_model([n("Sigmoid", ["x"], ["a"]), n("Tanh", ["x"], ["b"]), n("Concat", ["a", "b"], ["c1"], axis=1),
+                        n("Neg", ["c1"], ["f"]), n("Concat", ["c1", "f"], ["c2"], axis=1),
+                        n("Relu", ["c2"], ["r"]), n("Mul", ["r", "r"], ["y2"]),
+                        n("Exp", ["b"], ["h"]), n("Mul", ["h", "h"], ["y1"]),
+                        n("Concat", ["a", "a"], ["y3"], axis=1)],
+                       [("x", T.FLOAT, [1, 4, 8, 8])],
+                       [("y1", T.FLOAT, [1, 4, 8, 8]), ("y2", T.FLOAT, [1, 16, 8, 8]), ("y3", T.FLOAT, [1, 8, 8, 8])])
+    so = onnxc.SessionOptions()
+    so.graph_optimization_level = onnxc.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    sess = onnxc.InferenceSession(model.SerializeToString(), so)
+    assert sess._model.manifest["arena_bytes"] == 2 * 16 * 64 * 4   # c2; r, then h
+    x = np.random.default_rng(0).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    for got, want in zip(sess.run(None, {"x": x}), ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_a_fused_node_comment_names_the_nodes_it_replaces(tmp_path):
     m = make_model([helper.make_node("Add", ["x", "x"], ["t"], name="first add"),
                     helper.make_node("Relu", ["t"], ["y"], name="the relu")],

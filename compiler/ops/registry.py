@@ -147,6 +147,12 @@ class OpDef:
         kernel reads element i of such an input only to compute element i of the output."""
         return []
 
+    def input_views(self, node: "Node") -> list[tuple[int, int]]:
+        """Inputs the memory planner may place inside output 0, as (input index, byte offset):
+        their producers then write them where this node would copy them, and the kernel skips
+        copying an input it finds already there."""
+        return []
+
     def lower(self, node: "Node", k: "KernelContext") -> "Kernel":
         raise NotImplementedError(f"{type(self).__name__} has no lowering")
 
