@@ -102,7 +102,8 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         rows, width = 1, size_out
     elif isinstance(kk, int) and isinstance(inner, int):
         rows = max(1, COL_ELEMENTS // max(1, kk * inner), -(-COL_MIN_WIDTH // max(1, inner)))
-        rows = min(rows, out_dims[0]) if isinstance(out_dims[0], int) else rows
+        if isinstance(out_dims[0], int):
+            rows = balanced_rows(min(rows, out_dims[0]), out_dims[0], inner, k.target.threads)
         width = cexpr.mul(rows, inner)
     else:
         rows = f"onnxc_dim_max(1, {COL_ELEMENTS} / ({cexpr.lit(kk)} * onnxc_dim_max(1, {cexpr.lit(inner)})))"
@@ -151,19 +152,43 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         groups_parallel = (f"{cexpr.lit(cexpr.mul(n, group))} > 1 && {macs} < ONNXC_PARALLEL_MIN_MACS"
                            f" && {cexpr.lit(cexpr.mul(n, group))} * {macs} >= ONNXC_PARALLEL_MIN_MACS")
     data["groups_parallel"] = groups_parallel
+    # Bands of rows of one image and group run side by side where there are enough of them.
+    bands_parallel = None
+    if sgemm and not (direct or depthwise) and k.target.threads > 1 and rank > 1 and isinstance(rows, int) \
+            and isinstance(out_dims[0], int) and -(-out_dims[0] // rows) >= k.target.threads:
+        macs = cexpr.lit(cexpr.mul(mg, size_out, kk))
+        bands_parallel = f"{macs} >= ONNXC_PARALLEL_MIN_MACS" + (" && !groups_parallel" if groups_parallel else "")
+    data["bands_parallel"] = bands_parallel
     data["WIDTH"] = cexpr.lit(width)
     helpers = (_gemm.HELPER,) if not depthwise or (sgemm and fused) else ()
     kernel = k.kernel("c/conv.c.j2", helpers=helpers, **data)
     if w_load:
         kernel.scratch["w"] = cexpr.mul(m, kk, g.size)
     if not (direct or depthwise):
-        kernel.scratch["col"] = cexpr.mul(kk, width, g.size, k.target.threads if groups_parallel else 1)
+        kernel.scratch["col"] = cexpr.mul(kk, width, g.size, k.target.threads if groups_parallel or bands_parallel else 1)
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
     if not depthwise:
         kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk,
                                                   few_rows_unpacked=packed is None, threads=k.target.threads)
     return kernel
+
+
+def balanced_rows(rows: int, total: int, inner: int, threads: int) -> int:
+    """Output rows per im2col band, near ``rows``, such that the bands split evenly among the
+    threads: of the band counts that are multiples of ``threads`` (and keep bands at least
+    half of COL_MIN_WIDTH wide), the one whose busiest thread has the fewest rows."""
+    bands = -(-total // rows)
+    if threads <= 1 or bands < threads:
+        return rows
+    best = (-(-bands // threads) * rows, -rows)
+    first = -(-bands // threads) * threads
+    for count in range(first, first + 2 * threads + 1, threads):
+        r = -(-total // count)
+        if r * inner * 2 < COL_MIN_WIDTH:
+            break
+        best = min(best, (-(-(-(-total // r)) // threads) * r, -r))
+    return abs(best[1])
 
 
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)

@@ -145,6 +145,25 @@ def test_grouped_conv_groups_side_by_side(xshape, wshape, attrs, threads):
     assert_close(got, run_ort(model, {"X": x}), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv_bands_side_by_side(threads):
+    """A 3x3 convolution in four bands of 10 output rows, which two threads take two each, with
+    their own im2col and packing buffers; the fused residual is offset for each band."""
+    x, w, b = randn([1, 32, 40, 40]), randn([48, 32, 3, 3]) * 0.1, randn([48])
+    conv = node("Conv", ["X", "W", "B"], "C", pads=[1, 1, 1, 1])
+    model = make_model([conv, node("Add", ["C", "Z"], "S"), node("Relu", ["S"], "Y")],
+                       [("X", TP.FLOAT, x.shape), ("Z", TP.FLOAT, [1, 48, 40, 40])], [("Y", TP.FLOAT, [None] * 4)],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        assert ("bands_parallel" in f.read()) == (threads > 1)
+    feed = {"X": x, "Z": randn([1, 48, 40, 40])}
+    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+
+
 def test_conv_large_channels_use_gemm_tiles():
     x, w = randn([1, 24, 20, 19]), randn([37, 24, 3, 3])
     model = make_model([node("Conv", ["X", "W"], "Y", pads=[1, 1, 1, 1])],
