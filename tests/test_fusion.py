@@ -12,7 +12,8 @@ from onnx import helper, numpy_helper
 import onnxc
 from helpers import make_model
 from onnxc.compiler.frontend import build_graph
-from onnxc.compiler.passes.fuse import fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue
+from onnxc.compiler.passes.fuse import (fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue,
+                                        scale_shift_batch_norm)
 from onnxc.compiler.passes.infer import infer_shapes
 from onnxc.compiler.passes.verify import verify
 
@@ -64,6 +65,30 @@ def test_batch_norm_folds_into_the_conv_before_it():
   sum: float[2,8,10,10] = Add(c2, x)
   y: float[2,8,10,10] = Relu(sum)
   return y"""
+
+
+def test_a_batch_norm_no_conv_takes_becomes_a_scale_and_shift_fused_with_its_relu():
+    """DenseNet's Concat -> BN -> ReLU: Mul and Add per channel, then one elementwise loop."""
+    nodes = [helper.make_node("Concat", ["x", "x"], ["c"], axis=1),
+             helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["b"], name="bn"),
+             helper.make_node("Relu", ["b"], ["y"])]
+    model = make_model(nodes, [("x", T.FLOAT, [1, 4, 5, 5])], [("y", T.FLOAT, [1, 8, 5, 5])], _bn_inits(8), opset=17)
+    g = graph_of(model)
+    fold_batch_norm(g)
+    scale_shift_batch_norm(g)
+    verify(g)
+    assert g.dump() == """graph test(x: float[1,4,5,5])
+  c: float[1,8,5,5] = Concat(x, x)
+  b_scaled: float[1,8,5,5] = Mul(c, bn_scale)
+  b: float[1,8,5,5] = Add(b_scaled, bn_shift)
+  y: float[1,8,5,5] = Relu(b)
+  return y"""
+    fuse_elementwise(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == ["Concat", "FusedElementwise"]
+    x = RNG.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
 def test_conv_residual_add_and_activation_fuse_into_one_kernel():

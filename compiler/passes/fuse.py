@@ -1,7 +1,7 @@
 """Passes that merge nodes into fewer, larger kernels.
 
 fold_batch_norm (BASIC): an inference BatchNormalization after a Conv becomes part of the
-Conv's weights and bias. fuse_conv_epilogue (EXTENDED): a float32 Conv followed by a
+Conv's weights and bias; scale_shift_batch_norm (BASIC) turns the others into Mul and Add. fuse_conv_epilogue (EXTENDED): a float32 Conv followed by a
 residual Add and/or an activation becomes one FusedConv, whose GEMM applies them to each
 output tile while it is in cache. fuse_matmul_epilogue (EXTENDED) does the same for a float32
 MatMul by a matrix followed by a bias Add, a residual Add and/or an activation.
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
+import onnx
 
 from .. import dtypes as dt
 from ..ir import Graph, Node, Value
@@ -21,6 +22,7 @@ from ..ops import fused_elementwise
 from ..ops.fused_conv import FusedConv
 from ..ops.fused_elementwise import FusedElementwise
 from ..ops.fused_mat_mul import FusedMatMul
+from ..ops.registry import lookup
 
 
 def _described(nodes: list[Node]) -> str:
@@ -75,6 +77,45 @@ def fold_batch_norm(graph: Graph) -> None:
         graph.replace_uses(bn.outputs[0], conv.outputs[0])
         dead.add(id(bn))
     graph.remove_nodes(dead)
+
+
+def scale_shift_batch_norm(graph: Graph) -> None:
+    """A float inference BatchNormalization with constant parameters that no Conv took
+    (DenseNet's BN -> ReLU -> Conv, after a Concat) becomes Mul by gamma / sqrt(var + eps)
+    and Add of beta - mean * that, per channel, as onnxruntime computes it: standard ops
+    that fuse_elementwise joins with the activation into one loop."""
+    nodes: list[Node] = []
+    for bn in graph.nodes:
+        if bn.op_type != "BatchNormalization" or bn.domain:
+            nodes.append(bn)
+            continue
+        x = bn.inputs[0]
+        params = [v.const if v is not None else None for v in bn.inputs[1:5]]
+        if len(bn.outputs) != 1 or len(params) != 4 \
+                or bn.attrs.get("training_mode", 0) or bn.attrs.get("spatial", 1) != 1 \
+                or any(p is None for p in params) or x.dtype not in (dt.FLOAT, dt.DOUBLE) \
+                or x.shape is None or len(x.shape) < 2 or not isinstance(x.shape[1], int):
+            nodes.append(bn)
+            continue
+        scale, beta, mean, var = (np.asarray(p, np.float64).reshape(-1) for p in params)
+        c = x.shape[1]
+        if any(p.size != c for p in (scale, beta, mean, var)):
+            nodes.append(bn)
+            continue
+        factor = scale / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
+        shape = (c,) + (1,) * (len(x.shape) - 2)
+        np_type = x.dtype.np
+        factor_value = graph.new_value(bn.name + "_scale", x.dtype, shape, factor.astype(np_type).reshape(shape))
+        shift_value = graph.new_value(bn.name + "_shift", x.dtype, shape,
+                                      (beta - mean * factor).astype(np_type).reshape(shape))
+        scaled = graph.new_value(bn.outputs[0].name + "_scaled", x.dtype, x.shape)
+        opset = graph.opsets.get("", bn.opset)
+        for op_type, inputs, out in (("Mul", [x, factor_value], scaled), ("Add", [scaled, shift_value], bn.outputs[0])):
+            node = Node(op_type, "", bn.name, inputs, [out], {}, opset=opset, impl=lookup("", op_type, opset),
+                        version=onnx.defs.get_schema(op_type, opset).since_version)
+            out.producer = node
+            nodes.append(node)
+    graph.nodes = nodes
 
 
 def fuse_conv_epilogue(graph: Graph) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..ir import Graph
-from .fuse import fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue
+from .fuse import fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue, scale_shift_batch_norm
 from .infer import fold_constants, infer_shapes
 from .simplify import eliminate_common_subexpressions, eliminate_dead_code, remove_identity_like
 from .verify import verify
@@ -20,6 +20,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("remove_identity_like", remove_identity_like, 1),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions, 1),
     ("fold_batch_norm", fold_batch_norm, 1),
+    ("scale_shift_batch_norm", scale_shift_batch_norm, 1),
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_conv_epilogue", fuse_conv_epilogue, 2),
     ("fuse_matmul_epilogue", fuse_matmul_epilogue, 2),
