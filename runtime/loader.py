@@ -2,6 +2,7 @@
 the weights file through a read-only memory map."""
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import math
@@ -70,6 +71,25 @@ def read_manifest(folder: str) -> dict[str, Any]:
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
+# The OpenMP runtime a model library brings in keeps its worker threads after the sessions
+# are gone; unloading it with the last model library (when its sessions are collected, at
+# the latest at exit) pulls the code out from under them, and a thread that is still
+# spinning (OMP_WAIT_POLICY=active) crashes the process. So the runtime stays loaded.
+_OPENMP_RUNTIMES = ("libgomp.so.1", "libomp.so", "libomp.so.5", "libiomp5.so")
+_pinned_openmp: list[ctypes.CDLL] = []
+
+
+def _pin_openmp_runtime() -> None:
+    """Holds a reference to an OpenMP runtime already loaded (by a model library) for the
+    life of the process."""
+    if _pinned_openmp or not hasattr(os, "RTLD_NOLOAD"):
+        return
+    for name in _OPENMP_RUNTIMES:
+        try:
+            _pinned_openmp.append(ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL))
+        except OSError:
+            continue
+
 
 class CompiledModel:
     """A loaded artifact. ``run`` is thread-safe: each concurrent call gets its own context."""
@@ -81,6 +101,7 @@ class CompiledModel:
         prefix = self.manifest["prefix"]
         self.ffi = _ffi(prefix)
         self.lib = self.ffi.dlopen(os.path.join(folder, self.manifest["library"]))
+        _pin_openmp_runtime()
         try:
             self._fn = self._functions(prefix)
         except AttributeError as e:

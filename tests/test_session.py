@@ -240,3 +240,27 @@ def test_a_freshly_built_artifact_is_not_hashed_again_on_its_first_load(tmp_path
     monkeypatch.setattr(cache, "_sha256_file", lambda path: hashed.append(os.path.basename(path)) or real(path))
     onnxc.InferenceSession(data)
     assert hashed == ["libmodel.so"]
+
+
+def test_a_process_with_spinning_openmp_threads_exits_cleanly(tmp_path):
+    """With OMP_WAIT_POLICY=active the OpenMP workers spin after each parallel region; the
+    session is collected and the process exits while they do. Unloading the OpenMP runtime
+    with the model library crashed such a process (SIGSEGV) before it was kept loaded."""
+    w = np.random.default_rng(0).standard_normal((48, 32, 3, 3)).astype(np.float32)
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+                       [("x", T.FLOAT, [1, 32, 40, 40])], [("y", T.FLOAT, [1, 48, 40, 40])],
+                       [helper.make_tensor("w", T.FLOAT, w.shape, w.ravel())])
+    path = tmp_path / "conv.onnx"
+    onnx.save(model, str(path))
+    script = (
+        "import gc, sys, numpy as np, onnxc\n"
+        "so = onnxc.SessionOptions(); so.intra_op_num_threads = 2\n"
+        "s = onnxc.InferenceSession(sys.argv[1], so)\n"
+        "x = np.ones((1, 32, 40, 40), np.float32)\n"
+        "for _ in range(20): s.run(None, {'x': x})\n"
+        "del s; gc.collect()\n")
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}   # (this process's loader set it)
+    env["OMP_WAIT_POLICY"] = "active"
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
