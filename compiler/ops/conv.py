@@ -174,21 +174,27 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     return kernel
 
 
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def balanced_rows(rows: int, total: int, inner: int, threads: int) -> int:
     """Output rows per im2col band, near ``rows``, such that the bands split evenly among the
     threads: of the band counts that are multiples of ``threads`` (and keep bands at least
     half of COL_MIN_WIDTH wide), the one whose busiest thread has the fewest rows."""
-    bands = -(-total // rows)
-    if threads <= 1 or bands < threads:
+    def busiest(height: int) -> int:   # rows of the thread with the most bands (at most)
+        return _ceil_div(_ceil_div(total, height), threads) * height
+
+    if threads <= 1 or _ceil_div(total, rows) < threads:
         return rows
-    best = (-(-bands // threads) * rows, -rows)
-    first = -(-bands // threads) * threads
+    best = (busiest(rows), -rows)
+    first = _ceil_div(_ceil_div(total, rows), threads) * threads
     for count in range(first, first + 2 * threads + 1, threads):
-        r = -(-total // count)
-        if r * inner * 2 < COL_MIN_WIDTH:
+        height = _ceil_div(total, count)
+        if height * inner * 2 < COL_MIN_WIDTH:
             break
-        best = min(best, (-(-(-(-total // r)) // threads) * r, -r))
-    return abs(best[1])
+        best = min(best, (busiest(height), -height))   # ties: the taller bands
+    return -best[1]
 
 
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
