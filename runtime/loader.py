@@ -124,6 +124,9 @@ class CompiledModel:
         self._plain_pool: list[tuple[Any, ...]] = []
         self._out_np = [t.np for t in self._out_dtypes]
         self._out_items = [t.itemsize for t in self._out_dtypes]
+        # (shape, numpy dtype) per output when every output's shape is static (run_plain)
+        self._out_static = [(tuple(o["shape"]), t.np) for o, t in zip(self.outputs, self._out_dtypes)] \
+            if self.plain and all(isinstance(d, int) for o in self.outputs for d in o["shape"]) else None
         self._prof_stride = 4 + int(self.manifest.get("profile_max_dims", 0))  # ONNXC_PROF_STRIDE
         self._custom = self._custom_table(custom_libraries)
         self._lock = threading.Lock()
@@ -255,41 +258,66 @@ class CompiledModel:
             self._fn["free"](ptr)
 
     def run_plain(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """``run`` for plain-tensor models with no watcher, profile or bound outputs: the
-        per-call cffi arrays live with the pooled context, so a call costs a few allocations."""
+        """``run`` for plain-tensor models with no watcher, profile or bound outputs, the
+        arrays of the static input shapes: a call costs a few cffi conversions. The per-call
+        cffi arrays live with the pooled context, and outputs of static shapes are numpy
+        arrays made here and bound to the context once, so the model writes straight into them."""
         ffi = self.ffi
-        with self._lock:
-            slot = self._plain_pool.pop() if self._plain_pool else None
-        if slot is None:
-            n_in, n_out = max(len(arrays), 1), max(len(self.outputs), 1)
-            slot = (self._new_context(), ffi.new("void *[]", n_in), ffi.new("int64_t[]", max(sum(
-                len(i["shape"]) for i in self.inputs), 1)), ffi.new("void *[]", n_out),
-                ffi.new("int64_t[]", max(sum(self._out_ranks), 1)))
-        ctx, in_ptrs, in_shapes, out_ptrs, out_shapes = slot
+        try:
+            slot = self._plain_pool.pop()  # list.pop and append are atomic: no lock needed
+        except IndexError:
+            slot = self._plain_slot(arrays)
+        ctx, in_ptrs, in_shapes, out_ptrs, out_shapes, bound, _sizes = slot
         try:
             keep = [ffi.from_buffer(a) if a.nbytes else ffi.NULL for a in arrays]
-            pos = 0
-            for i, (a, buf) in enumerate(zip(arrays, keep)):
+            for i, buf in enumerate(keep):
                 in_ptrs[i] = buf
-                rank = a.ndim
-                in_shapes[pos:pos + rank] = a.shape
-                pos += rank
+            if bound is not None:
+                fresh = [np.empty(shape, dtype) for shape, dtype in self._out_static]
+                targets = [ffi.from_buffer(a, require_writable=True) if a.nbytes else ffi.NULL for a in fresh]
+                for i, buf in enumerate(targets):
+                    bound[i] = buf
             rc = self._fn["run"](ctx, in_ptrs, in_shapes, out_ptrs, out_shapes)
             if rc != 0:
                 msg = ffi.string(self._fn["error"](ctx)).decode(errors="replace")
                 raise RuntimeFailure(f"running the model failed: {msg}")
+            if bound is not None:
+                for i, buf in enumerate(targets):
+                    if out_ptrs[i] != buf:
+                        break  # an empty output, or one the model did not write in place
+                else:
+                    return fresh
             results = []
             pos = 0
             for i, rank in enumerate(self._out_ranks):
                 shape = tuple(out_shapes[pos:pos + rank])
                 pos += rank
+                if bound is not None and out_ptrs[i] == targets[i]:
+                    results.append(fresh[i])
+                    continue
                 owned = ffi.gc(out_ptrs[i], self._fn["free"])
                 results.append(np.frombuffer(ffi.buffer(owned, math.prod(shape) * self._out_items[i]),
                                              dtype=self._out_np[i]).reshape(shape))
             return results
         finally:
-            with self._lock:
-                self._plain_pool.append(slot)
+            self._plain_pool.append(slot)
+
+    def _plain_slot(self, arrays: list[np.ndarray]) -> tuple[Any, ...]:
+        """A context for run_plain with its call arrays; the input shapes are those of
+        ``arrays`` (run_plain takes the static shapes only), written once."""
+        ffi = self.ffi
+        ctx = self._new_context()
+        in_ptrs = ffi.new("void *[]", max(len(arrays), 1))
+        in_shapes = ffi.new("int64_t[]", [d for a in arrays for d in a.shape] or [0])
+        out_ptrs = ffi.new("void *[]", max(len(self.outputs), 1))
+        out_shapes = ffi.new("int64_t[]", max(sum(self._out_ranks), 1))
+        bound = sizes = None
+        if self._out_static is not None:  # bound for good: the slot keeps both arrays alive
+            bound = ffi.new("void *[]", max(len(self.outputs), 1))
+            sizes = ffi.new("int64_t[]", [math.prod(shape) * np.dtype(dtype).itemsize
+                                          for shape, dtype in self._out_static] or [0])
+            self._fn["bind_outputs"](ctx, bound, sizes, len(self.outputs))
+        return ctx, in_ptrs, in_shapes, out_ptrs, out_shapes, bound, sizes
 
     def run(self, arrays: list[Any], watcher: Any = None, events: list | None = None,
             out_buffers: list | None = None) -> list[Any]:

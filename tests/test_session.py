@@ -264,3 +264,29 @@ def test_a_process_with_spinning_openmp_threads_exits_cleanly(tmp_path):
     proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_static_shaped_outputs_are_fresh_arrays_the_model_writes_in_place():
+    """With static shapes, run() hands the model numpy arrays to write its outputs into:
+    each run's results are new arrays of their own, the same output twice is two arrays,
+    and an empty output still comes back with its shape."""
+    b = onnx.numpy_helper.from_array(np.linspace(-1, 1, 8, dtype=np.float32), "bias")
+    m = make_model([helper.make_node("Add", ["x", "bias"], ["t"], name="add"),
+                    helper.make_node("Relu", ["t"], ["y"], name="relu"),
+                    helper.make_node("Slice", ["x", "zero", "zero", "one"], ["empty"], name="slice")],
+                   [("x", T.FLOAT, [2, 8])], [("y", T.FLOAT, [2, 8]), ("t", T.FLOAT, [2, 8]),
+                                               ("empty", T.FLOAT, [0, 8])],
+                   [b, onnx.numpy_helper.from_array(np.array([0], np.int64), "zero"),
+                    onnx.numpy_helper.from_array(np.array([0], np.int64), "one")])
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    rng = np.random.default_rng(0)
+    runs = []
+    for _ in range(3):
+        x = rng.standard_normal((2, 8)).astype(np.float32)
+        runs.append((x, sess.run(None, {"x": x})))
+    for x, (y, t, empty) in runs:  # earlier results are not written over by later runs
+        np.testing.assert_allclose(t, x + np.linspace(-1, 1, 8, dtype=np.float32), rtol=1e-6)
+        np.testing.assert_allclose(y, np.maximum(t, 0), rtol=1e-6)
+        assert empty.shape == (0, 8) and empty.dtype == np.float32
+        assert y.flags.owndata and y.flags.writeable and not np.shares_memory(y, t)
+    assert not np.shares_memory(runs[0][1][0], runs[1][1][0])
