@@ -164,6 +164,38 @@ def test_conv_bands_side_by_side(threads):
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
 
 
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("attrs, size", [
+    ({"pads": [1, 1, 1, 1]}, 16),                              # output rows of one panel
+    ({"pads": [1, 1, 1, 1]}, 48),                              # of three, split among threads
+    ({"pads": [1, 0, 1, 2], "strides": [2, 2]}, 63),           # four phase planes, uneven pads
+    ({"pads": [2, 2, 2, 2], "dilations": [2, 2], "group": 2}, 32),
+])
+def test_conv_gathers_its_gemm_input_from_planes(threads, attrs, size):
+    """A small 3x3 convolution whose output rows are whole GEMM panels packs B straight from
+    phase planes of the input (no im2col); the fused residual and activation still apply
+    to each tile, at the right place whichever thread computes it."""
+    group = attrs.get("group", 1)
+    x, w, b = randn([2, 8, size, size]), randn([24, 8 // group, 3, 3]) * 0.3, randn([24])
+    conv = node("Conv", ["X", "W", "B"], "C", **attrs)
+    oh = (size + sum(attrs["pads"][::2]) - (3 - 1) * attrs.get("dilations", [1])[0] - 1) \
+        // attrs.get("strides", [1])[0] + 1
+    ow = (size + sum(attrs["pads"][1::2]) - (3 - 1) * attrs.get("dilations", [1])[0] - 1) \
+        // attrs.get("strides", [1])[0] + 1
+    model = make_model([conv, node("Add", ["C", "Z"], "S"), node("Relu", ["S"], "Y")],
+                       [("X", TP.FLOAT, x.shape), ("Z", TP.FLOAT, [2, 24, oh, ow])], [("Y", TP.FLOAT, [None] * 4)],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        assert "&gather," in f.read()
+    feed = {"X": x, "Z": randn([2, 24, oh, ow])}
+    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)   # borders still zero
+
 def test_conv_large_channels_use_gemm_tiles():
     x, w = randn([1, 24, 20, 19]), randn([37, 24, 3, 3])
     model = make_model([node("Conv", ["X", "W"], "Y", pads=[1, 1, 1, 1])],
