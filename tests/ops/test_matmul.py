@@ -255,6 +255,21 @@ def test_einsum_symbolic():
 
 # ---- Det ----------------------------------------------------------------------------------
 
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_few_rows_against_weights_split_by_columns_between_threads(rows):
+    """A GEMV against packed weights is split by columns at 2 threads (each streams its share
+    of the weights); the bias and activation still reach every column, the odd last panel too."""
+    w, b = randn([784, 500]) * 0.05, randn([500])
+    model = make_model([helper.make_node("Gemm", ["X", "W", "B"], ["G"]), helper.make_node("Relu", ["G"], ["Y"])],
+                       [("X", TP.FLOAT, [rows, 784])], [("Y", TP.FLOAT, [rows, 500])],
+                       [helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()), helper.make_tensor("B", TP.FLOAT, [500], b)])
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = 2
+    x = randn([rows, 784])
+    assert_close(onnxc.InferenceSession(model.SerializeToString(), so).run(None, {"X": x}),
+                 run_ort(model, {"X": x}), rtol=1e-4, atol=1e-4)
+
 @pytest.mark.parametrize("elem, dtype, shape", [(TP.FLOAT, np.float32, [3, 3]), (TP.FLOAT, np.float32, [2, 4, 5, 5]),
                                                 (TP.DOUBLE, np.float64, [3, 4, 4])])
 def test_det(elem, dtype, shape):
