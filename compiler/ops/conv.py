@@ -205,8 +205,8 @@ def balanced_rows(rows: int, total: int, inner: int, threads: int) -> int:
 # im2col's sequential pass only while the planes stay in cache (half of a 512 KiB L2), and
 # where every NR-column panel lies inside one output row (width a multiple of NR), so that a
 # panel is one vector copy. Measured against im2col at 1 thread: 0.88 of its time on the
-# tiny CNN (planes of 14-20 KiB); 1.03-1.08 on YOLO and VGG-19 (megabytes of planes) and on
-# SqueezeNet and Inception-v2 (rows of 13-56 columns, copied in pieces).
+# tiny CNN (planes of 14-20 KiB); 1.03-1.08 (up to 1.28 at 2 threads) on YOLO and VGG-19
+# (megabytes of planes) and on SqueezeNet and Inception-v2 (rows of 13-56 columns, in pieces).
 GATHER_PLANES_BYTES = 1 << 18
 
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
