@@ -149,20 +149,26 @@ def test_grouped_conv_groups_side_by_side(xshape, wshape, attrs, threads):
 def test_conv_bands_side_by_side(threads):
     """A 3x3 convolution in four bands of 10 output rows, which two threads take two each, with
     their own im2col and packing buffers; the fused residual is offset for each band."""
-    x, w, b = randn([1, 32, 40, 40]), randn([48, 32, 3, 3]) * 0.1, randn([48])
-    conv = node("Conv", ["X", "W", "B"], "C", pads=[1, 1, 1, 1])
-    model = make_model([conv, node("Add", ["C", "Z"], "S"), node("Relu", ["S"], "Y")],
-                       [("X", TP.FLOAT, x.shape), ("Z", TP.FLOAT, [1, 48, 40, 40])], [("Y", TP.FLOAT, [None] * 4)],
+    model, session, source = conv_residual_relu(randn([48, 32, 3, 3]) * 0.1, [1, 32, 40, 40], [1, 48, 40, 40],
+                                                threads, pads=[1, 1, 1, 1])
+    assert ("bands_parallel" in source) == (threads > 1)
+    feed = {"X": randn([1, 32, 40, 40]), "Z": randn([1, 48, 40, 40])}
+    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+
+
+def conv_residual_relu(w, x_shape, y_shape, threads, **attrs):
+    """Relu(Conv(X, W, B) + Z) with constant W and B: (model, session, generated source)."""
+    b = randn([w.shape[0]])
+    model = make_model([node("Conv", ["X", "W", "B"], "C", **attrs), node("Add", ["C", "Z"], "S"),
+                        node("Relu", ["S"], "Y")],
+                       [("X", TP.FLOAT, x_shape), ("Z", TP.FLOAT, y_shape)], [("Y", TP.FLOAT, [None] * 4)],
                        initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
                                      helper.make_tensor("B", TP.FLOAT, b.shape, b)])
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = threads
     session = onnxc.InferenceSession(model.SerializeToString(), so)
     with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
-        assert ("bands_parallel" in f.read()) == (threads > 1)
-    feed = {"X": x, "Z": randn([1, 48, 40, 40])}
-    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
-
+        return model, session, f.read()
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -176,25 +182,15 @@ def test_conv_gathers_its_gemm_input_from_planes(threads, attrs, size):
     """A small 3x3 convolution whose output rows are whole GEMM panels packs B straight from
     phase planes of the input (no im2col); the fused residual and activation still apply
     to each tile, at the right place whichever thread computes it."""
-    group = attrs.get("group", 1)
-    x, w, b = randn([2, 8, size, size]), randn([24, 8 // group, 3, 3]) * 0.3, randn([24])
-    conv = node("Conv", ["X", "W", "B"], "C", **attrs)
-    oh = (size + sum(attrs["pads"][::2]) - (3 - 1) * attrs.get("dilations", [1])[0] - 1) \
-        // attrs.get("strides", [1])[0] + 1
-    ow = (size + sum(attrs["pads"][1::2]) - (3 - 1) * attrs.get("dilations", [1])[0] - 1) \
-        // attrs.get("strides", [1])[0] + 1
-    model = make_model([conv, node("Add", ["C", "Z"], "S"), node("Relu", ["S"], "Y")],
-                       [("X", TP.FLOAT, x.shape), ("Z", TP.FLOAT, [2, 24, oh, ow])], [("Y", TP.FLOAT, [None] * 4)],
-                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
-                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
-    so = onnxc.SessionOptions()
-    so.intra_op_num_threads = threads
-    session = onnxc.InferenceSession(model.SerializeToString(), so)
-    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
-        assert "&gather," in f.read()
-    feed = {"X": x, "Z": randn([2, 24, oh, ow])}
+    dilation, stride = attrs.get("dilations", [1])[0], attrs.get("strides", [1])[0]
+    oh, ow = ((size + sum(attrs["pads"][axis::2]) - 2 * dilation - 1) // stride + 1 for axis in (0, 1))
+    model, session, source = conv_residual_relu(randn([24, 8 // attrs.get("group", 1), 3, 3]) * 0.3,
+                                                [2, 8, size, size], [2, 24, oh, ow], threads, **attrs)
+    assert "&gather," in source
+    feed = {"X": randn([2, 8, size, size]), "Z": randn([2, 24, oh, ow])}
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)   # borders still zero
+
 
 def test_conv_large_channels_use_gemm_tiles():
     x, w = randn([1, 24, 20, 19]), randn([37, 24, 3, 3])
