@@ -71,10 +71,12 @@ class TensorRef:
 class Target:
     """What lowerings may specialise for: the float32 GEMM micro-kernel tile of the build
     target (c/helpers/sgemm.c.j2) and whether constant weights are packed for it at compile
-    time (optimization level ALL)."""
+    time (optimization level ALL), and whether 3x3 convolutions may use Winograd's algorithm
+    (the ``conv_winograd`` lowering)."""
     gemm_mr: int = 4
     gemm_nr: int = 16
     prepack: bool = False
+    winograd: bool = False  # 3x3 convolutions by Winograd's algorithm where it pays (needs prepack)
     threads: int = 1       # intra-op threads: kernels that split work size scratch for each
 
 

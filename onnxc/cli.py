@@ -61,8 +61,14 @@ def _compile(args: argparse.Namespace) -> int:
     from .driver import CompileOptions
     if not os.path.isfile(args.model):
         raise CliError(f"model file not found: {args.model}")
+    from .compiler.passes.pipeline import LOWERINGS, PIPELINE
+    known = sorted({name for name, _, level in PIPELINE if level > 0} | set(LOWERINGS))
+    for name in args.disable or ():
+        if name not in known:
+            raise CliError(f"--disable {name}: not an optimization onnxc has ({', '.join(known)})")
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
-                             march="" if args.portable else args.march, prefix=args.name)
+                             march="" if args.portable else args.march, prefix=args.name,
+                             disabled_passes=tuple(sorted(set(args.disable or ()))))
     display = None
     if not args.quiet and (args.progress or stderr_is_tty()):
         display = Display(sys.stderr, live=stderr_is_tty())
@@ -430,6 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="build/model", help="artifact folder (default build/model)")
     p.add_argument("-O", "--opt-level", type=int, default=99, choices=(0, 1, 2, 99),
                    help="graph optimization level: 0, 1, 2 or 99 (default 99)")
+    p.add_argument("--disable", action="append", metavar="NAME",
+                   help="skip this optimization pass or lowering choice (repeatable), e.g. "
+                        "conv_winograd for im2col's rounding on 3x3 convolutions")
     p.add_argument("--cflags-opt", default="-O3", help="C optimization flag (default -O3)")
     p.add_argument("--march", default="native", help="target CPU for -march (default native)")
     p.add_argument("--portable", action="store_true", help="no -march flag: runs on any CPU of the arch")

@@ -23,7 +23,7 @@ from .compiler import frontend
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
 from .runtime import custom_ops as custom_op_library
-from .compiler.passes.pipeline import run_pipeline
+from .compiler.passes.pipeline import LOWERINGS, run_pipeline
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -104,6 +104,8 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
     toolchain = options.toolchain()
     mr, nr = GEMM_TILE[toolchain.simd()]
     target = Target(gemm_mr=mr, gemm_nr=nr, prepack=options.optimization_level >= 99,
+                    winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
+                    and "conv_winograd" not in options.disabled_passes,
                     threads=max(options.threads, 1))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,

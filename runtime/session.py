@@ -443,10 +443,10 @@ _ORT_OPTIMIZERS = {
 def _disabled_passes(names: Sequence[str], options: SessionOptions) -> tuple[str, ...]:
     """Passes to skip: onnxc pass names or onnxruntime optimizer names (the keyword argument
     ``disabled_optimizers`` and the ``optimization.disable_specified_optimizers`` entry)."""
-    from ..compiler.passes.pipeline import PIPELINE
+    from ..compiler.passes.pipeline import LOWERINGS, PIPELINE
     entry = options._config.get("optimization.disable_specified_optimizers", "")
     wanted = list(names) + [n.strip() for n in entry.split(",") if n.strip()]
-    ours = {name: level for name, _, level in PIPELINE}
+    ours = {name: level for name, _, level in PIPELINE} | LOWERINGS
     out = []
     for name in wanted:
         target = _ORT_OPTIMIZERS.get(name, name)

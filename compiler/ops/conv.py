@@ -10,7 +10,7 @@ from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
-from . import _gemm
+from . import _gemm, _winograd
 from ._conv_pool import Window, affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, row_offset, window
 from ._elementwise import check_dtype
 from ._phase_planes import phase_planes
@@ -20,6 +20,8 @@ COL_ELEMENTS = 1 << 17      # im2col buffer size to aim for (elements)
 # ... but at least this many output columns per band (the GEMM's N): each band streams all the
 # weights once, so narrow bands of a deep kernel (3x3 over 256+ channels) re-read megabytes.
 COL_MIN_WIDTH = 512
+# ONNXC_PARALLEL_MIN_MACS of the generated runtime: smaller GEMMs and convolutions stay on one thread.
+PARALLEL_MIN_MACS = 1 << 21
 
 
 @register("Conv", since=1)
@@ -116,6 +118,10 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     fused = epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None
     if sgemm and depthwise:
         kernel = _depthwise_2d(k, win, begins, checks, epilogue, fused)
+        if kernel is not None:
+            return kernel
+    if sgemm and not depthwise and k.target.prepack and k.target.winograd and w.value is not None and group == 1:
+        kernel = _winograd_2d(k, win, begins, checks, epilogue)
         if kernel is not None:
             return kernel
     packed = None
@@ -264,4 +270,107 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     kernel.scratch["plane"] = c * pp.floats * 4
     kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, mg, out, kk, few_rows_unpacked=False,
                                               threads=k.target.threads)
+    return kernel
+
+
+# Winograd F(m x m, 3x3) (c/conv_winograd.c.j2) where its estimated time is below this share of
+# im2col's. Estimates in cycles of a core that does 16 float32 multiply-adds a cycle in the
+# GEMM micro-kernel: the products at that rate, per tile a gather and transform of each input
+# channel and a transform and scatter of each output channel, per block its GEMM calls and
+# the transformed weights streamed from memory (8 bytes a cycle) unless they stay in cache.
+# Measured at one thread, against im2col: 64 channels on 56 x 56, 0.47 of its time (F(4x4));
+# 128 on 28 x 28, 0.47; 256 on 14 x 14, 0.62 (F(2x2)); 512 on 7 x 7, 0.59 (F(2x2)).
+WINOGRAD_GAIN = 0.9
+WINOGRAD_INPUT_CYCLES = 12       # per tile and input channel, read with vector loads ...
+WINOGRAD_GATHER_CYCLES = 36      # ... or gathered lane by lane
+WINOGRAD_OUTPUT_CYCLES = 16      # per tile and output channel
+WINOGRAD_BLOCK_CYCLES = 2000     # per block (its GEMM calls)
+WINOGRAD_STREAM_BYTES = 8        # per cycle, transformed weights larger than WINOGRAD_CACHED_BYTES
+WINOGRAD_CACHED_BYTES = 1 << 18
+IM2COL_EFFICIENCY = 0.85         # of the micro-kernel's peak, with im2col's copy
+WINOGRAD_WORK_BYTES = 1 << 20    # a block's transformed input and products (per thread) ...
+# ... unless the block is still less than one panel of tiles
+
+
+def _winograd_plan(c: int, m_out: int, oh: int, ow: int, lanes: int, threads: int) -> Optional[tuple[int, int, bool]]:
+    """(tile size m, tile rows per block, gather) of the cheapest Winograd plan for a 3x3
+    stride-1 convolution, or None where none beats im2col by WINOGRAD_GAIN. The GEMM's columns
+    are either the positions of the phase planes, a tile row's tiles and one position past
+    them, read with vector loads, or the tiles alone, gathered (``gather``): fewer columns
+    where a row has few tiles."""
+    macs = 9 * oh * ow * m_out * c
+    parallel = threads if macs >= PARALLEL_MIN_MACS else 1   # as both kernels decide at run time
+    direct = macs / 16 / IM2COL_EFFICIENCY / parallel
+    best = None
+    for m in _winograd.TILES:
+        a2 = (m + 2) ** 2
+        th, tw = _ceil_div(oh, m), _ceil_div(ow, m)
+        per_lane = 4 * a2 * (c + m_out)
+        weights = 4 * a2 * m_out * c
+        per_block = WINOGRAD_BLOCK_CYCLES + (weights / WINOGRAD_STREAM_BYTES if weights > WINOGRAD_CACHED_BYTES else 0)
+        for gather in (False, True):
+            run = tw if gather else tw + 1    # GEMM columns per tile row
+            per_column = (a2 * m_out * c / 16 + m_out * WINOGRAD_OUTPUT_CYCLES
+                          + c * (WINOGRAD_GATHER_CYCLES if gather else WINOGRAD_INPUT_CYCLES))
+            for rows in range(1, th + 1):
+                nbl = _ceil_div(rows * run, lanes) * lanes
+                if rows > 1 and nbl * per_lane > WINOGRAD_WORK_BYTES and (rows - 1) * run >= lanes:
+                    break
+                blocks = _ceil_div(th, rows)
+                cycles = _ceil_div(blocks, min(parallel, blocks)) * (nbl * per_column + per_block)
+                if best is None or cycles < best[3]:
+                    best = (m, rows, gather, cycles)
+    if best is None or best[3] > WINOGRAD_GAIN * direct:
+        return None
+    return best[:3]
+
+
+def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
+                 epilogue: dict[str, Any]) -> Optional[Kernel]:
+    """The ``c/conv_winograd.c.j2`` kernel of a float32 3x3 stride-1 Conv without dilation or
+    groups, with constant weights, static sizes and pads of at least 0, where its estimated
+    cost beats im2col's (``_winograd_plan``); else None."""
+    x, w, y = k.input(0), k.input(1), k.out
+    sizes = [*x.dims, *w.dims, *y.dims, *begins]
+    if win.rank != 2 or not all(isinstance(d, int) for d in sizes) or min(begins) < 0:
+        return None
+    if tuple(win.kernel) != (3, 3) or any(s != 1 for s in (*win.strides, *win.dilations)):
+        return None
+    n, c = x.dims[:2]
+    m_out = w.dims[0]
+    oh, ow = y.dims[2:]
+    lanes, mr, threads = k.target.gemm_nr, k.target.gemm_mr, k.target.threads
+    plan = _winograd_plan(c, m_out, oh, ow, lanes, threads)
+    if plan is None:
+        return None
+    m, rows, gather = plan
+    wg = _winograd.winograd(m)
+    a = wg.alpha
+    th, tw = _ceil_div(oh, m), _ceil_div(ow, m)
+    # m x m phase planes where the (m + 2) x (m + 2) input tiles are at fixed offsets from the
+    # position th * QW + tw of their output tile
+    pp = phase_planes(x.dims[2:], (th, tw), (a, a), (m, m), (1, 1), begins)
+    assert pp.QW == tw + 1, "internal: Winograd planes of unexpected width"
+    run = tw if gather else pp.QW
+    nbl = _ceil_div(rows * run, lanes) * lanes
+    blocks = _ceil_div(th, rows)
+    # the last block's lanes read up to here past the planes' start: zeros after the planes
+    reach = (blocks - 1) * rows * pp.QW + nbl + max(pp.taps)
+    planes = c * pp.floats + max(0, reach - (c - 1) * pp.floats)
+    u = _winograd.transform_filters(np.asarray(w.value, np.float32), wg)
+    packed = k.constant("W_winograd", np.concatenate([_gemm.pack_rows(p, mr) for p in u]))
+    has_bias = k.has_input(2)
+    data = {
+        "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
+        "taps": pp.taps, "gather": gather, "RUN": run, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
+        "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a, "L": lanes,
+        "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "WORK": a * a * (c + m_out) * nbl,
+        "MACS": 9 * oh * ow * m_out * c, "code": _winograd.transform_code(wg), "packed": packed,
+        "bias_ptr": k.input(2).name if has_bias else "NULL",
+        "has_epilogue": has_bias or epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None,
+        "x_ptr": x.name, "y_ptr": y.name, "epi": epilogue, "residual": epilogue["residual"],
+    }
+    kernel = k.kernel("c/conv_winograd.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel.scratch["plane"] = planes * 4
+    kernel.scratch["work"] = threads * a * a * (c + m_out) * nbl * 4
     return kernel

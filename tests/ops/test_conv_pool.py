@@ -156,8 +156,9 @@ def test_conv_bands_side_by_side(threads):
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
 
 
-def conv_residual_relu(w, x_shape, y_shape, threads, **attrs):
-    """Relu(Conv(X, W, B) + Z) with constant W and B: (model, session, generated source)."""
+def conv_residual_relu(w, x_shape, y_shape, threads, disabled=("conv_winograd",), **attrs):
+    """Relu(Conv(X, W, B) + Z) with constant W and B: (model, session, generated source),
+    compiled without the lowering choices in ``disabled``."""
     b = randn([w.shape[0]])
     model = make_model([node("Conv", ["X", "W", "B"], "C", **attrs), node("Add", ["C", "Z"], "S"),
                         node("Relu", ["S"], "Y")],
@@ -166,7 +167,7 @@ def conv_residual_relu(w, x_shape, y_shape, threads, **attrs):
                                      helper.make_tensor("B", TP.FLOAT, b.shape, b)])
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = threads
-    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    session = onnxc.InferenceSession(model.SerializeToString(), so, disabled_optimizers=list(disabled))
     with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
         return model, session, f.read()
 
@@ -190,6 +191,38 @@ def test_conv_gathers_its_gemm_input_from_planes(threads, attrs, size):
     feed = {"X": randn([2, 8, size, size]), "Z": randn([2, 24, oh, ow])}
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)   # borders still zero
+
+
+# F(4x4) rounds to about 1e-5 of the outputs' magnitude (F(2x2) to less): compared with
+# onnxruntime at that, not at the 1e-5 absolute of the other convolution tests.
+WINOGRAD_ATOL = 3e-5
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("channels, size, pads, tile, gathered", [
+    ((16, 24), (48, 48), [1, 1, 1, 1], 4, False),   # phase-plane positions; 2 blocks at 2 threads
+    ((16, 24), (16, 13), [0, 2, 1, 0], 4, True),    # uneven pads, partial tiles at both edges
+    ((32, 64), (8, 8), [1, 1, 1, 1], 2, True),      # F(2x2)
+])
+def test_conv_winograd(threads, channels, size, pads, tile, gathered):
+    """3x3 stride-1 convolutions by Winograd's algorithm, batch 2, with a fused bias, residual
+    and Relu: F(4x4) and F(2x2), the GEMM's columns read from the positions of the phase
+    planes or gathered tile by tile, partial tiles at the right and bottom edges, and blocks
+    of tile rows on two threads, each writing only its own block's outputs. Without the
+    conv_winograd lowering the same convolution takes im2col."""
+    (c, k), (h, w) = channels, size
+    oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
+    weights = randn([k, c, 3, 3]) * 0.3
+    model, session, source = conv_residual_relu(weights, [2, c, h, w], [2, k, oh, ow], threads, disabled=(),
+                                                pads=pads)
+    assert f"Winograd's F({tile}x{tile}, 3x3)" in source
+    assert ("each lane's tile" in source) == gathered
+    feed = {"X": randn([2, c, h, w]), "Z": randn([2, k, oh, ow])}
+    expected = run_ort(model, feed)
+    assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
+    assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
+    _, _, im2col = conv_residual_relu(weights, [2, c, h, w], [2, k, oh, ow], threads, pads=pads)
+    assert "Winograd" not in im2col
 
 
 def test_conv_large_channels_use_gemm_tiles():
