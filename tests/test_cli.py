@@ -134,6 +134,25 @@ def test_compile_errors(capsys, models, tmp_path):
     assert code == 2 and "Frobnicate" in err
 
 
+def test_compile_disables_an_optimization(capsys, tmp_path):
+    """--disable drops a pass or lowering choice by name: a 3x3 convolution Winograd would
+    take is compiled by im2col, and a name onnxc does not have is refused."""
+    w = np.random.default_rng(0).standard_normal((32, 32, 3, 3)).astype(np.float32)
+    conv = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+                      [("x", TensorProto.FLOAT, [1, 32, 28, 28])], [("y", TensorProto.FLOAT, [1, 32, 28, 28])],
+                      initializers=[helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())])
+    path = str(tmp_path / "conv.onnx")
+    onnx.save(conv, path)
+    sources = {}
+    for name, extra in (("default", ()), ("im2col", ("--disable", "conv_winograd", "--disable", "fold_constants"))):
+        code, _, err = _main(capsys, "compile", path, "-o", tmp_path / name, "--quiet", *extra)
+        assert code == 0, err
+        sources[name] = (tmp_path / name / "model.c").read_text(encoding="utf-8")
+    assert "Winograd's F(" in sources["default"] and "Winograd" not in sources["im2col"]
+    code, _, err = _main(capsys, "compile", path, "-o", tmp_path / "bad", "--disable", "no_such_pass")
+    assert code == 1 and "no_such_pass" in err and "conv_winograd" in err
+
+
 def test_live_display_redraws_one_line():
     stream = io.StringIO()
     display = Display(stream, live=True)

@@ -3,6 +3,8 @@ reference implementation where onnxruntime has no kernel)."""
 from __future__ import annotations
 
 import os
+import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import onnxc
+from onnxc.compiler.ops import _winograd
 from helpers import assert_matches_ort, make_model, run_ort
 
 RNG = np.random.default_rng(7)
@@ -193,9 +196,37 @@ def test_conv_gathers_its_gemm_input_from_planes(threads, attrs, size):
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)   # borders still zero
 
 
-# F(4x4) rounds to about 1e-5 of the outputs' magnitude (F(2x2) to less): compared with
-# onnxruntime at that, not at the 1e-5 absolute of the other convolution tests.
-WINOGRAD_ATOL = 3e-5
+@pytest.mark.parametrize("m", _winograd.TILES)
+def test_winograd_matrices_compute_the_correlation_exactly(m):
+    """In exact arithmetic A^T [(G g G^T) . (B^T d B)] A is the m x m valid correlation of a
+    (m + 2) x (m + 2) tile d with a 3x3 filter g, and the generated 1-D transforms are B^T x
+    and A^T x."""
+    wg = _winograd.winograd(m)
+    rng = np.random.default_rng(m)
+    d = [[Fraction(int(v)) for v in row] for row in rng.integers(-9, 10, (wg.alpha, wg.alpha))]
+    g = [[Fraction(int(v)) for v in row] for row in rng.integers(-9, 10, (3, 3))]
+
+    def mul(a, b):
+        return [[sum(a[i][k] * b[k][j] for k in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+
+    def t(a):
+        return [list(col) for col in zip(*a)]
+
+    u, v = mul(mul(wg.G, g), t(wg.G)), mul(mul(wg.BT, d), t(wg.BT))
+    y = mul(mul(wg.AT, [[u[i][j] * v[i][j] for j in range(wg.alpha)] for i in range(wg.alpha)]), t(wg.AT))
+    assert y == [[sum(d[i + a][j + b] * g[a][b] for a in range(3) for b in range(3)) for j in range(m)]
+                 for i in range(m)]
+    x = rng.integers(-9, 10, wg.alpha)
+    scope = {f"x{k}": float(v) for k, v in enumerate(x)}
+    code = _winograd.transform_code(wg)
+    for name, mat in (("input", wg.BT), ("output", wg.AT)):
+        got = [eval(re.sub(r"(\d)f\b", r"\1", e), {}, scope) for e in code[name]]
+        assert got == [float(sum(c * int(v) for c, v in zip(row, x))) for row in mat]
+
+
+# F(4x4) rounds to about 3e-6 of the outputs' magnitude (F(2x2) to less): compared with
+# onnxruntime at 1e-5 of it, not at the 1e-5 absolute of the other convolution tests.
+WINOGRAD_ATOL = 1e-5
 
 
 @pytest.mark.parametrize("threads", [1, 2])
