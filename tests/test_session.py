@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+import weakref
 
 import numpy as np
 import onnx
@@ -290,3 +291,36 @@ def test_static_shaped_outputs_are_fresh_arrays_the_model_writes_in_place():
         assert empty.shape == (0, 8) and empty.dtype == np.float32
         assert y.flags.owndata and y.flags.writeable and not np.shares_memory(y, t)
     assert not np.shares_memory(runs[0][1][0], runs[1][1][0])
+
+
+def test_an_output_array_nobody_holds_is_written_again():
+    """A static-shaped output array the caller dropped is reused by the next run (a fresh
+    array of megabytes would be page-faulted in as the model writes it); one the caller still
+    holds, or holds a view or a weak reference of, is never written over."""
+    m = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", T.FLOAT, [256, 1024])],
+                   [("y", T.FLOAT, [256, 1024])])
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    rng = np.random.default_rng(0)
+    feeds = [rng.standard_normal((256, 1024)).astype(np.float32) for _ in range(6)]
+
+    def address(a):
+        return a.__array_interface__["data"][0]
+
+    y = sess.run(None, {"x": feeds[0]})[0]
+    first = address(y)
+    del y
+    y = sess.run(None, {"x": feeds[1]})[0]
+    assert address(y) == first                                  # dropped: written again
+    view = y[3:5]
+    del y
+    y = sess.run(None, {"x": feeds[2]})[0]
+    assert address(y) != first                                  # a view held: a new array
+    np.testing.assert_array_equal(view, np.maximum(feeds[1][3:5], 0))
+    ref = weakref.ref(y)
+    second = address(y)
+    del y
+    y = sess.run(None, {"x": feeds[3]})[0]
+    assert address(y) != second and ref() is None               # weakly held: released, not written
+    held = [sess.run(None, {"x": x})[0] for x in feeds[4:]]      # held: never written over
+    for x, out in zip(feeds[4:], held):
+        np.testing.assert_array_equal(out, np.maximum(x, 0))
