@@ -18,6 +18,7 @@ from ..compiler import dtypes as dt
 from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
+from ..compiler.ops import _winograd
 from . import cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, Target, TensorRef
 from .literals import c_literals
@@ -130,7 +131,7 @@ class CEmitter:
             helpers.insert(0, "c/helpers/sequence.c.j2")
         if used_types & set(dt.MINIFLOATS):
             helpers.insert(0, "c/helpers/minifloat.c.j2")
-        helper_data = minifloat.helper_data(used_types)
+        helper_data = {**minifloat.helper_data(used_types), "winograd": _winograd.helper_data()}
         data = {
             "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
                        "graph": comment(g.name)},

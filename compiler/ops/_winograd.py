@@ -21,6 +21,7 @@ channels: 2.0e-6 of the output's magnitude against 6.2e-6).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from fractions import Fraction as F
 
 import numpy as np
@@ -109,3 +110,10 @@ def transform_code(wg: Winograd) -> dict[str, list[str]]:
     xs = [f"x{k}" for k in range(wg.alpha)]
     return {"input": [_combination(row, xs) for row in wg.BT],
             "output": [_combination(row, xs) for row in wg.AT]}
+
+
+@functools.lru_cache(maxsize=None)
+def helper_data() -> dict[int, dict[str, list[str]]]:
+    """What the block kernels (c/helpers/winograd.j2) are rendered from: per tile size m,
+    its 1-D transforms."""
+    return {m: transform_code(winograd(m)) for m in TILES}

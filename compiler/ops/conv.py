@@ -362,15 +362,15 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     has_bias = k.has_input(2)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
-        "taps": pp.taps, "gather": gather, "RUN": run, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
+        "taps": pp.taps, "gather": gather, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
         "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a, "L": lanes,
         "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "WORK": a * a * (c + m_out) * nbl,
-        "MACS": 9 * oh * ow * m_out * c, "code": _winograd.transform_code(wg), "packed": packed,
+        "MACS": 9 * oh * ow * m_out * c, "packed": packed,
         "bias_ptr": k.input(2).name if has_bias else "NULL",
         "has_epilogue": has_bias or epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None,
         "x_ptr": x.name, "y_ptr": y.name, "epi": epilogue, "residual": epilogue["residual"],
     }
-    kernel = k.kernel("c/conv_winograd.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel = k.kernel("c/conv_winograd.c.j2", helpers=(_gemm.HELPER, f"c/helpers/winograd_f{m}.c.j2"), **data)
     kernel.scratch["plane"] = planes * 4
     kernel.scratch["work"] = threads * a * a * (c + m_out) * nbl * 4
     return kernel

@@ -247,7 +247,7 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered):
     model, session, source = conv_residual_relu(weights, [2, c, h, w], [2, k, oh, ow], threads, disabled=(),
                                                 pads=pads)
     assert f"Winograd's F({tile}x{tile}, 3x3)" in source
-    assert ("each lane's tile" in source) == gathered
+    assert ("GEMM columns each: the tiles, gathered" in source) == gathered
     feed = {"X": randn([2, c, h, w]), "Z": randn([2, k, oh, ow])}
     expected = run_ort(model, feed)
     assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
