@@ -112,7 +112,7 @@ def transform_code(wg: Winograd) -> dict[str, list[str]]:
             "output": [_combination(row, xs) for row in wg.AT]}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def helper_data() -> dict[int, dict[str, list[str]]]:
     """What the block kernels (c/helpers/winograd.j2) are rendered from: per tile size m,
     its 1-D transforms."""

@@ -278,8 +278,9 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
 # GEMM micro-kernel: the products at that rate, per tile a gather and transform of each input
 # channel and a transform and scatter of each output channel, per block its GEMM calls and
 # the transformed weights streamed from memory (8 bytes a cycle) unless they stay in cache.
-# Measured at one thread, against im2col: 64 channels on 56 x 56, 0.47 of its time (F(4x4));
-# 128 on 28 x 28, 0.47; 256 on 14 x 14, 0.62 (F(2x2)); 512 on 7 x 7, 0.59 (F(2x2)).
+# Measured at one thread, against im2col (docs/performance.md): 64 channels on 56 x 56
+# 0.37-0.52 of its time, 128 on 28 x 28 0.33-0.47, 256 on 14 x 14 0.41-0.63, 16 to 32 channels
+# on 16 x 16 0.69-0.76, 32 to 64 on 8 x 8 (F(2x2)) 0.70-0.74.
 WINOGRAD_GAIN = 0.9
 WINOGRAD_INPUT_CYCLES = 12       # per tile and input channel, read with vector loads ...
 WINOGRAD_GATHER_CYCLES = 36      # ... or gathered lane by lane
