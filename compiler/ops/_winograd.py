@@ -8,8 +8,9 @@ An output tile of m x m values is computed from an (m + 2) x (m + 2) tile of the
 pair of input and output channels: over all tiles, (m + 2)^2 GEMMs of (out channels x in
 channels) by (in channels x tiles), with (m + 2)^2 / (9 m^2) of the direct convolution's
 multiply-adds (F(4x4): 36 for 16 outputs instead of 144, a quarter). The filters'
-transform G g G^T is done here, at compile time; the kernel (``c/conv_winograd.c.j2``)
-transforms the input and output with the expressions :func:`transform_code` writes out.
+transform G g G^T is done here, at compile time; the block kernels (``c/helpers/winograd.j2``,
+called by ``c/conv_winograd.c.j2``) transform the input and output with the expressions
+:func:`transform_code` writes out.
 
 The matrices are built by the Toom-Cook construction (as in Lavin and Gray, "Fast Algorithms
 for Convolutional Neural Networks", 2016) from interpolation points 0, 1, -1 (and infinity)

@@ -364,7 +364,7 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
         "taps": pp.taps, "gather": gather, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
-        "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a, "L": lanes,
+        "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a,
         "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "WORK": a * a * (c + m_out) * nbl,
         "MACS": 9 * oh * ow * m_out * c, "packed": packed,
         "bias_ptr": k.input(2).name if has_bias else "NULL",
