@@ -5,7 +5,9 @@ The child imports the runtime and loads the feed first, takes its resident set s
 (VmRSS) as the baseline, resets the peak (VmHWM) where Linux allows it, then creates
 the session and runs it once. It reports the resident growth and the peak growth over
 the baseline. onnxc loads the artifact the parent already compiled (same cache folder
-and options), so compiling is not counted.
+and options), so compiling is not counted; a probe that finds no artifact (the cache key
+covers onnxc's own sources, so editing them during a run changes it) compiles in the
+child, and then reports an error rather than the compiler's memory as the session's.
 
 Run as a module only by ``measure``: ``python -m <package>.memory RUNTIME MODEL FEED THREADS``.
 """
@@ -43,6 +45,15 @@ def _reset_peak() -> bool:
         return False
 
 
+def _cache_entries() -> set[str]:
+    """Names in onnxc's compile cache folder: a new one after session creation means a compile."""
+    import os
+
+    from onnxc.runtime.cache import cache_root
+    folder = cache_root()
+    return set(os.listdir(folder)) if os.path.isdir(folder) else set()
+
+
 def _probe(runtime: str, model_path: str, feed_path: str, threads: int) -> dict[str, Any]:
     import gc
 
@@ -53,11 +64,14 @@ def _probe(runtime: str, model_path: str, feed_path: str, threads: int) -> dict[
         import onnxruntime  # noqa: F401
     with np.load(feed_path) as data:
         feed = {name: data[name] for name in data.files}
+    cached = _cache_entries() if runtime == "onnxc" else set()
     gc.collect()
     baseline = _status_bytes("VmRSS")
     peak_reset = _reset_peak()
     session = SESSION_MAKERS[runtime](model_path, threads)
     session.run(None, feed)
+    if runtime == "onnxc" and _cache_entries() - cached:
+        return {"error": "the child compiled the model (no cached artifact: were onnxc's sources edited during the run?)"}
     return {"baseline_rss_bytes": baseline, "rss_delta_bytes": _status_bytes("VmRSS") - baseline,
             "peak_rss_delta_bytes": max(_status_bytes("VmHWM") - baseline, 0), "peak_reset": peak_reset}
 

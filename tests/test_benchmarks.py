@@ -91,6 +91,19 @@ def test_memory_probes_and_two_threads(tmp_path):
     assert "gemm" not in results
 
 
+def test_a_memory_probe_that_has_to_compile_reports_an_error(tmp_path, monkeypatch):
+    """The probe measures a cached artifact's session; compiling in the child would count the
+    compiler's memory as the session's, so a cache miss must not give a number."""
+    entry = next(m for m in models.MODELS if m.name == "mlp")
+    model = entry.build()
+    model_path, feed_path = tmp_path / "mlp.onnx", tmp_path / "feed.npz"
+    onnx.save(model, str(model_path))
+    np.savez(str(feed_path), **entry.feed(model))
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "empty-cache"))
+    probe = _module("memory").measure("onnxc", str(model_path), str(feed_path), 1)
+    assert "compiled the model" in probe.get("error", ""), probe
+
+
 def test_smoke_defaults_and_overrides():
     smoke = cli.config_from(cli.parser().parse_args(["--smoke"]))
     assert smoke.threads == [1] and not smoke.memory and smoke.timing.min_runs < cli.harness.FULL.min_runs
