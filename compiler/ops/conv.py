@@ -293,37 +293,51 @@ WINOGRAD_WORK_BYTES = 1 << 20    # a block's transformed input and products (per
 # ... unless the block is still less than one panel of tiles
 
 
-def _winograd_plan(c: int, m_out: int, oh: int, ow: int, lanes: int, threads: int) -> Optional[tuple[int, int, bool]]:
-    """(tile size m, tile rows per block, gather) of the cheapest Winograd plan for a 3x3
+def _winograd_plan(c: int, m_out: int, oh: int, ow: int, lanes: int, threads: int,
+                   mr: int) -> Optional[tuple[int, int, bool, bool]]:
+    """(tile size m, tile rows per block, gather, split) of the cheapest Winograd plan for a 3x3
     stride-1 convolution, or None where none beats im2col by WINOGRAD_GAIN. The GEMM's columns
     are either the positions of the phase planes, a tile row's tiles and one position past
     them, read with vector loads, or the tiles alone, gathered (``gather``): fewer columns
-    where a row has few tiles."""
+    where a row has few tiles. With threads, each takes whole blocks, or (``split``) every
+    block for a share of the output channels, transforming the whole input itself: the way
+    for small maps, which have fewer blocks than threads."""
     macs = 9 * oh * ow * m_out * c
     parallel = threads if macs >= PARALLEL_MIN_MACS else 1   # as both kernels decide at run time
     direct = macs / 16 / IM2COL_EFFICIENCY / parallel
+    panels = _ceil_div(m_out, mr)
+    share = min(1.0, _ceil_div(panels, parallel) * mr / m_out)   # a thread's output channels, split
     best = None
     for m in _winograd.TILES:
         a2 = (m + 2) ** 2
         th, tw = _ceil_div(oh, m), _ceil_div(ow, m)
         per_lane = 4 * a2 * (c + m_out)
         weights = 4 * a2 * m_out * c
-        per_block = WINOGRAD_BLOCK_CYCLES + (weights / WINOGRAD_STREAM_BYTES if weights > WINOGRAD_CACHED_BYTES else 0)
         for gather in (False, True):
             run = tw if gather else tw + 1    # GEMM columns per tile row
-            per_column = (a2 * m_out * c / 16 + m_out * WINOGRAD_OUTPUT_CYCLES
-                          + c * (WINOGRAD_GATHER_CYCLES if gather else WINOGRAD_INPUT_CYCLES))
+            per_input = c * (WINOGRAD_GATHER_CYCLES if gather else WINOGRAD_INPUT_CYCLES)
+            per_output = a2 * m_out * c / 16 + m_out * WINOGRAD_OUTPUT_CYCLES
             for rows in range(1, th + 1):
                 nbl = _ceil_div(rows * run, lanes) * lanes
                 if rows > 1 and nbl * per_lane > WINOGRAD_WORK_BYTES and (rows - 1) * run >= lanes:
                     break
                 blocks = _ceil_div(th, rows)
-                cycles = _ceil_div(blocks, min(parallel, blocks)) * (nbl * per_column + per_block)
-                if best is None or cycles < best[3]:
-                    best = (m, rows, gather, cycles)
-    if best is None or best[3] > WINOGRAD_GAIN * direct:
+                for split in (False, True) if parallel > 1 else (False,):
+                    if split:
+                        streamed = weights * share
+                        per_block = WINOGRAD_BLOCK_CYCLES + (streamed / WINOGRAD_STREAM_BYTES
+                                                             if streamed > WINOGRAD_CACHED_BYTES else 0)
+                        cycles = blocks * (nbl * (per_input + per_output * share) + per_block)
+                    else:
+                        per_block = WINOGRAD_BLOCK_CYCLES + (weights / WINOGRAD_STREAM_BYTES
+                                                             if weights > WINOGRAD_CACHED_BYTES else 0)
+                        cycles = _ceil_div(blocks, min(parallel, blocks)) * (nbl * (per_input + per_output)
+                                                                             + per_block)
+                    if best is None or cycles < best[4]:
+                        best = (m, rows, gather, split, cycles)
+    if best is None or best[4] > WINOGRAD_GAIN * direct:
         return None
-    return best[:3]
+    return best[:4]
 
 
 def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
@@ -341,10 +355,10 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     m_out = w.dims[0]
     oh, ow = y.dims[2:]
     lanes, mr, threads = k.target.gemm_nr, k.target.gemm_mr, k.target.threads
-    plan = _winograd_plan(c, m_out, oh, ow, lanes, threads)
+    plan = _winograd_plan(c, m_out, oh, ow, lanes, threads, mr)
     if plan is None:
         return None
-    m, rows, gather = plan
+    m, rows, gather, split = plan
     wg = _winograd.winograd(m)
     a = wg.alpha
     th, tw = _ceil_div(oh, m), _ceil_div(ow, m)
@@ -365,7 +379,7 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
         "taps": pp.taps, "gather": gather, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
         "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a,
-        "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "WORK": a * a * (c + m_out) * nbl,
+        "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "split": split, "MR": mr, "WORK": a * a * (c + m_out) * nbl,
         "MACS": 9 * oh * ow * m_out * c, "packed": packed,
         "bias_ptr": k.input(2).name if has_bias else "NULL",
         "has_epilogue": has_bias or epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None,

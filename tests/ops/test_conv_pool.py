@@ -230,17 +230,19 @@ WINOGRAD_ATOL = 1e-5
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("channels, size, pads, tile, gathered", [
-    ((16, 24), (48, 48), [1, 1, 1, 1], 4, False),   # phase-plane positions; 2 blocks at 2 threads
-    ((16, 24), (16, 13), [0, 2, 1, 0], 4, True),    # uneven pads, partial tiles at both edges
-    ((32, 64), (8, 8), [1, 1, 1, 1], 2, True),      # F(2x2)
+@pytest.mark.parametrize("channels, size, pads, tile, gathered, split", [
+    ((16, 24), (48, 48), [1, 1, 1, 1], 4, False, False),   # phase-plane positions; 2 blocks at 2 threads
+    ((16, 24), (16, 13), [0, 2, 1, 0], 4, True, False),    # uneven pads, partial tiles at both edges
+    ((32, 64), (8, 8), [1, 1, 1, 1], 2, True, False),      # F(2x2)
+    ((64, 100), (8, 8), [1, 1, 1, 1], 2, True, True),      # one block: 2 threads share its 100 channels
 ])
-def test_conv_winograd(threads, channels, size, pads, tile, gathered):
+def test_conv_winograd(threads, channels, size, pads, tile, gathered, split):
     """3x3 stride-1 convolutions by Winograd's algorithm, batch 2, with a fused bias, residual
     and Relu: F(4x4) and F(2x2), the GEMM's columns read from the positions of the phase
     planes or gathered tile by tile, partial tiles at the right and bottom edges, and blocks
-    of tile rows on two threads, each writing only its own block's outputs. Without the
-    conv_winograd lowering the same convolution takes im2col."""
+    of tile rows on two threads, each writing only its own block's outputs, or one block
+    whose output channels the two threads share (a count that is no multiple of the GEMM's
+    row panels). Without the conv_winograd lowering the same convolution takes im2col."""
     (c, k), (h, w) = channels, size
     oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
     weights = randn([k, c, 3, 3]) * 0.3
@@ -248,6 +250,7 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered):
                                                 pads=pads)
     assert f"Winograd's F({tile}x{tile}, 3x3)" in source
     assert ("GEMM columns each: the tiles, gathered" in source) == gathered
+    assert ("each thread: every block, for its share of the output channels" in source) == (split and threads > 1)
     feed = {"X": randn([2, c, h, w]), "Z": randn([2, k, oh, ow])}
     expected = run_ort(model, feed)
     assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
