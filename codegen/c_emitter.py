@@ -28,6 +28,7 @@ from .templates import render
 INLINE_CONST_BYTES = 256      # larger constants go to the weights file
 PROFILE_MAX_DIMS = 32         # dims a profile event records (inputs' then outputs')
 WEIGHT_ALIGN = 64
+EMBEDDED_CTX_BYTES = 512      # the context at the start of a freestanding build's arena (checked in C)
 _DIM_TOKEN = re.compile(r"\bdim_[A-Za-z0-9_]+")
 RESERVED = frozenset({"ctx", "rc", "inputs", "outputs", "in_shapes", "out_shapes", "weights"})
 
@@ -42,6 +43,10 @@ class EmitOptions:
     threads: int = 1              # intra-op threads of OpenMP builds
     inter_threads: int = 0        # above 0: independent nodes of one level run on that many threads
     target: Target = field(default_factory=Target)  # what lowerings specialise for
+    # Freestanding C (``onnxc compile --target c``): no allocation, no threads, no I/O; the
+    # caller passes the arena and the output buffers, and the weights are typed constant
+    # arrays of a source file of their own (``weights_source``).
+    embedded: bool = False
 
 
 @dataclass
@@ -56,6 +61,9 @@ class CModel:
     outputs: list[dict[str, Any]]
     functions: int
     extra: dict[str, Any] = field(default_factory=dict)
+    weights_source: str = ""      # embedded builds: the weights as C arrays (weights.c)
+    weights_bytes: int = 0        # embedded builds: the bytes those arrays hold
+    scratch_bytes: int = 0        # of arena_bytes, the kernels' scratch after the planned intermediates
 
 
 @dataclass
@@ -84,6 +92,8 @@ class _Unit:
         self.uses_sequences = False
         self.profile_nodes: list[dict[str, Any]] = []   # what each profile event id is
         self.derived: list[Value] = []       # constants lowerings derived (packed weights)
+        self.external: list[dict[str, Any]] = []   # embedded builds: constants of weights.c
+        self.heap_uses: list[str] = []       # what needs memory of a run-time size (not embeddable)
 
 
 class CEmitter:
@@ -131,7 +141,8 @@ class CEmitter:
             helpers.insert(0, "c/helpers/sequence.c.j2")
         if used_types & set(dt.MINIFLOATS):
             helpers.insert(0, "c/helpers/minifloat.c.j2")
-        helper_data = {**minifloat.helper_data(used_types), "winograd": _winograd.helper_data()}
+        helper_data = {**minifloat.helper_data(used_types), "winograd": _winograd.helper_data(),
+                       "embedded": self.opt.embedded}
         data = {
             "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
                        "graph": comment(g.name)},
@@ -148,16 +159,74 @@ class CEmitter:
             "profile": self.opt.profile,
             "threads": max(int(self.opt.threads), 1),
             "profile_max_dims": PROFILE_MAX_DIMS,
+            "embedded": False,
         }
+        inputs = [self._io_info(v, v.name) for v in g.inputs]
+        outputs = [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)]
+        functions = sum(1 for f in unit.functions if f["kind"] == "node")
+        if self.opt.embedded:
+            return self._emit_embedded(data, inputs, outputs, functions)
         source = render(f"{self.template_dir}/model.c.j2", data)
         header = render(f"{self.template_dir}/model.h.j2", {"prefix": self.opt.prefix,
                                                            "banner": data["banner"]})
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
-                      [self._io_info(v, v.name) for v in g.inputs],
-                      [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)],
-                      sum(1 for f in unit.functions if f["kind"] == "node"),
+                      inputs, outputs, functions,
                       {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
-                      if self.opt.profile else {})
+                      if self.opt.profile else {}, scratch_bytes=unit.scratch_bytes)
+
+    def _emit_embedded(self, data: dict[str, Any], inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
+                       functions: int) -> CModel:
+        """The freestanding translation unit, its header and weights.c; refuses (UnsupportedError,
+        naming the node) what needs memory of a run-time size, sequences or strings."""
+        g, unit = self.g, self.unit
+        problems = list(dict.fromkeys(unit.heap_uses))
+        if unit.uses_sequences:
+            problems.append("sequence, map or optional values")
+        strings = sorted({v.name for v in g.values() if v.dtype is dt.STRING})
+        if strings:
+            problems.append(f"string tensors ({', '.join(repr(n) for n in strings[:3])})")
+        halves = sorted({v.name for v in g.values() if v.dtype is dt.FLOAT16})
+        if halves:
+            problems.append(f"float16 tensors, which C99 has no type for ({', '.join(repr(n) for n in halves[:3])})")
+        for v, info in zip([*g.inputs, *g.outputs], [*inputs, *outputs]):
+            symbols = [] if not v.is_tensor else [d for d in v.shape if not isinstance(d, int)]
+            fixable = [d for d in symbols if g.dims.defs[d].kind == "input"]
+            if fixable:
+                problems.append(f"{info['name']!r} has the symbolic dim {fixable[0]!r}: fix it with "
+                                f"--dim {fixable[0]}=SIZE")
+            elif symbols or not v.is_tensor:
+                node = v.producer
+                where = f" of {node.op_type} {node.name!r}" if node is not None else ""
+                problems.append(f"the size of {info['name']!r}{where} is known only at run time")
+        if problems:
+            raise UnsupportedError("the model cannot be compiled for --target c (no allocation at run time): "
+                                   + "; ".join(problems[:8]) + (" ..." if len(problems) > 8 else ""))
+
+        def io(v: Value, info: dict[str, Any]) -> dict[str, Any]:
+            return {"name": c_string(info["name"]), "comment": comment(info["name"]), "ctype": v.dtype.c_type,
+                    "dtype": v.dtype.name, "dims": list(v.shape), "count": num_elements(v.shape),
+                    "bytes": self._nbytes_static(v)}
+
+        prefix = self.opt.prefix
+        ins = [io(v, info) for v, info in zip(g.inputs, inputs)]
+        outs = [io(v, info) for v, info in zip(g.outputs, outputs)]
+        externals = unit.external
+        weights_bytes = sum(e["bytes"] for e in externals)
+        data = {**data, "embedded": True, "inputs": ins, "outputs": outs, "externals": externals,
+                "weights_bytes": weights_bytes, "ctx_bytes": EMBEDDED_CTX_BYTES,
+                "input_dims": [d for t in ins for d in t["dims"]], "output_dims": [d for t in outs for d in t["dims"]]}
+        banner = data["banner"]
+        source = render(f"{self.template_dir}/model.c.j2", data)
+        header = render(f"{self.template_dir}/embedded/model.h.j2",
+                        {"prefix": prefix, "PREFIX": prefix.upper(), "banner": banner, "inputs": ins, "outputs": outs,
+                         "arena_bytes": EMBEDDED_CTX_BYTES + data["arena_bytes"], "weights_bytes": weights_bytes})
+        weights = render(f"{self.template_dir}/embedded/weights.c.j2",
+                         {"prefix": prefix, "banner": banner, "externals": externals})
+        if re.search(r"\b(malloc|calloc|realloc|free)\s*\(", source):
+            raise OnnxcError("internal: freestanding source allocates memory")
+        return CModel(source, header, b"", prefix, EMBEDDED_CTX_BYTES + data["arena_bytes"], inputs, outputs,
+                      functions, {"inputs": ins, "outputs": outs}, weights_source=weights, weights_bytes=weights_bytes,
+                      scratch_bytes=unit.scratch_bytes)
 
     def emit_function(self) -> dict[str, Any]:
         """Steps of this graph's function; static intermediates share an arena by liveness.
@@ -306,6 +375,14 @@ class CEmitter:
         array = np.asarray(v.const, order="C")
         raw = array.tobytes() if v.dtype is not dt.STRING else b""  # strings: pointers, always inline
         weights = self.unit.weights
+        if self.opt.embedded and len(raw) > INLINE_CONST_BYTES:
+            # a typed array of weights.c, under the model's prefix (two models link together)
+            var = self.mangle(v.name, f"{self.opt.prefix}_w_")
+            self.unit.const_locs[id(v)] = _Loc(var, "inline")
+            self.unit.external.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
+                                       "literals": c_literals(array, v.dtype) or ["0"], "bytes": len(raw),
+                                       "comment": comment(f"{v.name}: {v.type_str()}")})
+            return
         if len(raw) > INLINE_CONST_BYTES:
             pad = (-len(weights)) % WEIGHT_ALIGN
             weights.extend(b"\0" * pad)
@@ -383,6 +460,7 @@ class CEmitter:
             self._dims_ready.update(data_syms)
 
         if self_alloc:
+            self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: allocates its outputs at run time")
             # The kernel allocates its outputs (control flow): it gets where to store the
             # pointers and the dims it computes.
             for s in data_syms:
@@ -393,6 +471,9 @@ class CEmitter:
                 break
             self._require_value_dims(v)
             loc = self.locs[id(v)]
+            if loc.kind == "heap":
+                self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: output {v.name!r} has a size known only "
+                                           "at run time")
             if loc.kind in ("heap", "output"):
                 self.steps.append({"kind": "alloc", "var": loc.var, "ctype": v.dtype.c_type,
                                    "bytes": self._nbytes_expr(v), "heap": loc.kind == "heap",
@@ -436,6 +517,7 @@ class CEmitter:
                                    "offset": f"ARENA_PLANNED + {offset}"})
                 offset += memory.aligned(size)
             else:
+                self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: needs scratch memory of a run-time size")
                 heap_scratch.append(var)
                 self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
                                    "heap": True, "output": -1, "declare": True})

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -66,14 +67,22 @@ def _compile(args: argparse.Namespace) -> int:
     for name in args.disable or ():
         if name not in known:
             raise CliError(f"--disable {name}: not an optimization onnxc has ({', '.join(known)})")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", args.name):
+        raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
+    dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim).items()))
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
-                             march="" if args.portable else args.march, prefix=args.name,
-                             disabled_passes=tuple(sorted(set(args.disable or ()))))
+                             march="" if args.portable or args.target == "c" else args.march, prefix=args.name,
+                             disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
+                             target=args.target)
     display = None
     if not args.quiet and (args.progress or stderr_is_tty()):
         display = Display(sys.stderr, live=stderr_is_tty())
     manifest, timer = compile_with_stages(args.model, args.output, options, args.command_line, display)
     took = timer.end - timer.start
+    if args.target == "c":
+        _say(args, f"wrote the C package {args.output} in {took:.2f}s (arena {manifest['arena_bytes']} bytes, "
+                   f"weights {manifest['weights_bytes']} bytes, code {manifest['code_bytes']} bytes on this host)")
+        return EXIT_OK
     _say(args, f"compiled {args.model} -> {args.output} in {took:.2f}s "
                f"({manifest['functions']} node functions, arena {manifest['arena_bytes']} bytes)")
     return EXIT_OK
@@ -431,7 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "goes to stdout.",
         epilog=_examples("onnxc compile model.onnx -o build/model",
                          "onnxc compile model.onnx -o build/model -O 1 --portable --quiet",
-                         "onnxc compile model.onnx -o build/net --name net --cflags-opt -O2 --progress"))
+                         "onnxc compile model.onnx -o build/net --name net --cflags-opt -O2 --progress",
+                         "onnxc compile model.onnx --target c --name kws --dim batch=1 -o build/kws"))
     p.add_argument("model", help="the .onnx model")
     p.add_argument("-o", "--output", default="build/model", help="artifact folder (default build/model)")
     p.add_argument("-O", "--opt-level", type=int, default=99, choices=(0, 1, 2, 99),
@@ -443,6 +453,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--march", default="native", help="target CPU for -march (default native)")
     p.add_argument("--portable", action="store_true", help="no -march flag: runs on any CPU of the arch")
     p.add_argument("--name", default="model", help="prefix of the generated C API symbols (default model)")
+    p.add_argument("--target", choices=("native", "c"), default="native",
+                   help="native: a shared library for this machine (default); c: a freestanding C99 "
+                        "source package (model.c, model.h, weights.c, Makefile, main.c, README.md) "
+                        "that allocates nothing, for microcontrollers and other targets")
+    p.add_argument("--dim", action="append", metavar="NAME=SIZE",
+                   help="fix a symbolic input dim (repeatable); --target c needs every dim fixed")
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     shown.add_argument("--progress", action="store_true",

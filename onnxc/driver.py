@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import __version__
+from .codegen import embedded as embedded_package
 from .codegen.c_emitter import CEmitter, EmitOptions
 from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, Toolchain
@@ -65,6 +66,9 @@ class CompileOptions:
     custom_ops: tuple[tuple[str, str], ...] = ()
     # Only these outputs (RunOptions.only_execute_path_to_fetches): the rest of the graph is dropped.
     outputs: tuple[str, ...] = ()
+    # "native": a shared library for this machine (the artifact the runtime loads); "c": a
+    # freestanding C99 source package for any target (codegen/embedded.py).
+    target: str = "native"
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
 
     def key(self) -> str:
@@ -89,6 +93,11 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
 
 
 def _compile(source, output_dir, options: CompileOptions, command: Optional[str], descs: list) -> dict[str, Any]:
+    if options.target not in ("native", "c"):
+        raise ValueError(f"unknown target {options.target!r} (native or c)")
+    if options.target == "c" and (options.threads > 1 or options.inter_threads or options.profile or descs
+                                  or options.memory != "arena"):
+        raise ValueError("--target c builds run on one thread, without profiling, custom ops or heap memory")
     model = frontend.load_model(source)
     if options.dim_overrides:
         model = frontend.fix_input_dims(model, options.dim_overrides)
@@ -102,16 +111,23 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
                  disabled=set(options.disabled_passes))
     toolchain = options.toolchain()
-    mr, nr = GEMM_TILE[toolchain.simd()]
+    embedded = options.target == "c"
+    # a package is portable C: its packed weights fit the scalar micro-kernel on any compiler
+    mr, nr = GEMM_TILE["" if embedded else toolchain.simd()]
     target = Target(gemm_mr=mr, gemm_nr=nr, prepack=options.optimization_level >= 99,
+                    # (not in a package: its transformed filters take 1.8-4x the weights' memory)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
-                    and "conv_winograd" not in options.disabled_passes,
+                    and "conv_winograd" not in options.disabled_passes and not embedded,
                     threads=max(options.threads, 1))
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,
-                                          inter_threads=options.inter_threads, target=target)).emit()
+                                          inter_threads=options.inter_threads, target=target,
+                                          embedded=embedded)).emit()
     output_dir = os.fspath(output_dir)
+    if embedded:
+        return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,
+                                              graph.name)
     os.makedirs(output_dir, exist_ok=True)
     files = {"model.c": emitted.source, "model.h": emitted.header}
     for name, text in files.items():

@@ -63,7 +63,9 @@ def pack_bytes(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: boo
     """Bytes of ``pack`` one ``onnxc_gemm_*(m, n, k, ...)`` call needs (an upper bound if symbolic).
 
     few_rows_unpacked: the operands' strides let the helper skip packing when m < FEW_ROWS
-    (B rows contiguous, or B' columns and A rows contiguous). threads: the float32 GEMM gives
+    (B rows contiguous, or B' columns and A rows contiguous; float32 always, with A not
+    packed: B packed by the compiler goes to onnxc_sgemv_packed_b, B as it is to
+    onnxc_sgemm_few_rows). threads: the float32 GEMM gives
     each of its threads a part of this size (the other kernels share one)."""
     one = _pack_bytes_one(g, m, n, k, few_rows_unpacked)
     return cexpr.mul(one, threads) if g is FLOAT and threads > 1 else one

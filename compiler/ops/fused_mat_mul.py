@@ -48,7 +48,7 @@ class FusedMatMul(OpDef):
         kernel = k.kernel("c/fused_matmul.c.j2", helpers=(_gemm.HELPER,), rows=cexpr.lit(rows), N=cexpr.lit(n),
                           K=cexpr.lit(kk), a=a.name, b=packed or b.name, packed=packed, y=y.name, epi=epi,
                           kdim_check=None if kk == b.dims[0] else f"{cexpr.lit(kk)} != {cexpr.lit(b.dims[0])}")
-        kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, rows, n, kk, few_rows_unpacked=packed is None,
+        kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, rows, n, kk, few_rows_unpacked=True,
                                                   threads=k.target.threads)
         return kernel
 

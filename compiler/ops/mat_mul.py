@@ -113,6 +113,6 @@ def matmul_kernel(k: KernelContext, g: _gemm.GemmType, *, a_load: Optional[str],
         kernel.scratch["b"] = cexpr.mul(b.numel, g.size)
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(y.numel, g.size)
-    kernel.scratch["pack"] = _gemm.pack_bytes(g, rows, n, kk, few_rows_unpacked=data["packed"] is None,
+    kernel.scratch["pack"] = _gemm.pack_bytes(g, rows, n, kk, few_rows_unpacked=True,
                                               threads=k.target.threads)
     return kernel

@@ -1,0 +1,300 @@
+"""``onnxc compile --target c``: the freestanding C99 package (codegen/embedded.py).
+
+Each package is built with its own Makefile (-std=c99 -Wall -Wextra -Wpedantic -Wconversion
+-Werror, model code -ffreestanding), with gcc and clang, and its example program's printed
+outputs are compared with onnxruntime. Off the host: the package cross-compiled for 32-bit ARM
+Linux runs under qemu user-mode emulation and must print what the host printed, and it links
+for a Cortex-M4 with arm-none-eabi-gcc (newlib's libm only). The tests install those
+toolchains from Debian's packages when they are missing, and skip, saying so, only where that
+cannot be done."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+from helpers import make_model, run_ort
+from onnxc.cli import main as cli_main
+from onnxc.compiler.errors import UnsupportedError
+from onnxc.driver import CompileOptions, compile_model
+
+RNG = np.random.default_rng(7)
+LIBM = re.compile(r"^(a?(sin|cos|tan)h?|atan2|exp|exp2|expm1|log|log2|log10|log1p|pow|sqrt|cbrt|fabs|floor|ceil|round"
+                  r"|l?lround|l?lrint|rint|nearbyint|trunc|fmod|remainder|fmin|fmax|fma|erfc?|tgamma|lgamma|hypot"
+                  r"|copysign|frexp|ldexp|modf|scalbn|nextafter)[fl]?$")
+STRING_H = {"memcpy", "memmove", "memset", "memcmp", "strlen"}
+
+
+def _init(name: str, array: np.ndarray) -> onnx.TensorProto:
+    return numpy_helper.from_array(array, name)
+
+
+def mlp_model(seed: int = 1) -> onnx.ModelProto:
+    RNG = np.random.default_rng(seed)
+    w1 = (RNG.standard_normal((64, 32)) * 0.2).astype(np.float32)
+    w2 = (RNG.standard_normal((64, 10)) * 0.2).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["m"]),
+             helper.make_node("Add", ["m", "b2"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+             helper.make_node("ArgMax", ["logits"], ["label"], axis=1, keepdims=0)]
+    inits = [_init("w1", w1), _init("b1", RNG.standard_normal(64).astype(np.float32)),
+             _init("w2", w2), _init("b2", RNG.standard_normal(10).astype(np.float32))]
+    return make_model(nodes, [("x", TP.FLOAT, [1, 32])], [("probs", TP.FLOAT, [1, 10]), ("label", TP.INT64, [1])],
+                      inits, opset=17)
+
+
+def cnn_model(batch="N", seed: int = 2) -> onnx.ModelProto:
+    """A keyword-spotting-sized CNN over a 1x49x10 feature map: Conv + BatchNormalization +
+    Relu, a depthwise conv, pooling, a residual Add and a classifier."""
+    RNG = np.random.default_rng(seed)
+    def conv_w(m, c, k):
+        return (RNG.standard_normal((m, c, k, k)) * (1.0 / np.sqrt(c * k * k))).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["c1", "s", "t", "mu", "var"], ["n1"]),
+             helper.make_node("Relu", ["n1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "wd"], ["d"], pads=[1, 1, 1, 1], group=8),
+             helper.make_node("Relu", ["d"], ["rd"]),
+             helper.make_node("Conv", ["rd", "wp", "bp"], ["p"]),
+             helper.make_node("Add", ["p", "r1"], ["res"]),
+             helper.make_node("MaxPool", ["res"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["mp"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    inits = [_init("w1", conv_w(8, 1, 3)), _init("b1", np.zeros(8, np.float32)),
+             _init("s", RNG.uniform(0.5, 1.5, 8).astype(np.float32)), _init("t", RNG.standard_normal(8).astype(np.float32)),
+             _init("mu", RNG.standard_normal(8).astype(np.float32) * 0.1),
+             _init("var", RNG.uniform(0.5, 2, 8).astype(np.float32)),
+             _init("wd", conv_w(8, 1, 3)), _init("wp", conv_w(8, 8, 1)), _init("bp", np.zeros(8, np.float32)),
+             _init("wf", (RNG.standard_normal((12, 8)) * 0.3).astype(np.float32)),
+             _init("bf", RNG.standard_normal(12).astype(np.float32))]
+    return make_model(nodes, [("x", TP.FLOAT, [batch, 1, 49, 10])], [("y", TP.FLOAT, [batch, 12])], inits, opset=17)
+
+
+def package(tmp_path, model: onnx.ModelProto, name: str, *extra: str) -> str:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    out = tmp_path / name
+    assert cli_main(["compile", str(path), "--target", "c", "--name", name, "-o", str(out), "-q", *extra]) == 0
+    return str(out)
+
+
+def write_inputs(folder: str, feeds: dict[str, np.ndarray]) -> list[str]:
+    paths = []
+    for i, array in enumerate(feeds.values()):
+        path = os.path.join(folder, f"input{i}.bin")
+        np.ascontiguousarray(array).tofile(path)
+        paths.append(path)
+    return paths
+
+
+def parse_outputs(text: str) -> list[np.ndarray]:
+    """The example program's output: a '# output i NAME' line, then one element a line."""
+    outputs: list[list[float]] = []
+    for line in text.splitlines():
+        if line.startswith("# output"):
+            outputs.append([])
+        elif line.strip():
+            outputs[-1].append(float(line))
+    return [np.array(o) for o in outputs]
+
+
+def make(folder: str, *args: str, env: dict | None = None) -> None:
+    proc = subprocess.run(["make", "-s", "-C", folder, *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def run_demo(folder: str, name: str, inputs: list[str], runner: tuple[str, ...] = ()) -> list[np.ndarray]:
+    proc = subprocess.run([*runner, os.path.join(folder, f"{name}_demo"), *inputs], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return parse_outputs(proc.stdout)
+
+
+def assert_outputs(actual: list[np.ndarray], expected: list[np.ndarray], rtol=1e-4, atol=1e-5) -> None:
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, np.asarray(e, np.float64).reshape(-1), rtol=rtol, atol=atol)
+
+
+def ensure_tools(tools: dict[str, str]) -> None:
+    """Installs the Debian packages of the missing programs (tool -> package), or skips the test
+    with the reason."""
+    missing = {pkg for tool, pkg in tools.items() if shutil.which(tool) is None}
+    if not missing:
+        return
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        pytest.skip(f"needs {', '.join(sorted(missing))} (Debian packages; no apt-get as root here to install them)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *sorted(missing)]
+    proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=1800)
+    if proc.returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env, timeout=900)
+        proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=1800)
+    still = [tool for tool in tools if shutil.which(tool) is None]
+    if still:
+        pytest.skip(f"could not install {', '.join(sorted(missing))}: {proc.stderr.strip()[-300:]}")
+
+
+# --- the package ------------------------------------------------------------------------------------
+
+def test_package_is_freestanding_and_states_its_sizes(tmp_path):
+    folder = package(tmp_path, mlp_model(), "mlp")
+    assert sorted(os.listdir(folder)) == ["Makefile", "README.md", "main.c", "model.c", "model.h", "weights.c"]
+    header = open(os.path.join(folder, "model.h")).read()
+    arena = int(re.search(r"#define MLP_ARENA_BYTES (\d+)u", header).group(1))
+    weights = int(re.search(r"#define MLP_WEIGHTS_BYTES (\d+)u", header).group(1))
+    sizes = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "uint8_t": 1, "int8_t": 1}
+    arrays = re.findall(r"^extern const (\w+) (\w+)\[(\d+)\];", open(os.path.join(folder, "weights.c")).read(), re.M)
+    assert len(arrays) == 2 and all(name.startswith("mlp_w_") for _, name, _ in arrays)
+    assert weights == sum(sizes[t] * int(n) for t, _, n in arrays) >= (64 * 32 + 64 * 10) * 4  # small biases stay inline
+    readme = open(os.path.join(folder, "README.md")).read()
+    assert f"| {arena} |" in readme and f"| {weights} |" in readme
+    assert re.search(r"\| code, `model.c`.*\| \d+ \|", readme)
+    for name in ("model.c", "weights.c"):
+        obj = str(tmp_path / (name[:-2] + ".o"))
+        built = subprocess.run(["cc", "-std=c99", "-O2", "-ffreestanding", "-c", os.path.join(folder, name), "-o", obj],
+                               capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr
+        # what the object needs from outside: libm, a few string.h functions, its own weights
+        needed = subprocess.run(["nm", "-u", obj], capture_output=True, text=True, check=True).stdout.split()[1::2]
+        assert all(LIBM.match(s) or s in STRING_H or s.startswith("mlp_w_") for s in needed), needed
+        # what it defines for others: only prefixed symbols (two models link together)
+        defined = subprocess.run(["nm", "-g", "--defined-only", obj], capture_output=True, text=True,
+                                 check=True).stdout.split()[2::3]
+        assert defined and all(s.startswith("mlp_") for s in defined), defined
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+@pytest.mark.parametrize("build", ["mlp", "cnn"])
+def test_package_builds_warning_free_and_matches_onnxruntime(tmp_path, build, cc):
+    if cc == "clang":
+        ensure_tools({"clang": "clang"})
+    model = mlp_model() if build == "mlp" else cnn_model()
+    feeds = {"x": RNG.standard_normal((1, 32) if build == "mlp" else (1, 1, 49, 10)).astype(np.float32)}
+    folder = package(tmp_path, model, build, *(() if build == "mlp" else ("--dim", "N=1")))
+    make(folder, f"CC={cc}")
+    got = run_demo(folder, build, write_inputs(folder, feeds))
+    assert_outputs(got, run_ort(model, feeds))
+
+
+def test_two_models_link_into_one_program(tmp_path):
+    a, b = package(tmp_path, mlp_model(), "first"), package(tmp_path, cnn_model(), "second", "--dim", "N=1")
+    main = tmp_path / "both.c"
+    main.write_text(textwrap.dedent("""\
+        #include <stdio.h>
+        #include "first/model.h"
+        #include "second/model.h"
+        static uint64_t arena_a[(FIRST_ARENA_BYTES + 7u) / 8u], arena_b[(SECOND_ARENA_BYTES + 7u) / 8u];
+        static float x[32], image[490], probs[10], y[12];
+        static int64_t label[1];
+        int main(void)
+        {
+            const void *in_a[1] = { x }, *in_b[1] = { image };
+            void *out_a[2] = { probs, label }, *out_b[1] = { y };
+            int i;
+            for (i = 0; i < 32; ++i) x[i] = (float)i / 32.0f;
+            for (i = 0; i < 490; ++i) image[i] = (float)(i % 7) / 7.0f;
+            first_init(arena_a);
+            second_init(arena_b);
+            if (first_run(arena_a, in_a, out_a) || second_run(arena_b, in_b, out_b))
+                return 1;
+            printf("# output 0\\n");
+            for (i = 0; i < 10; ++i) printf("%.9g\\n", (double)probs[i]);
+            printf("# output 1\\n");
+            for (i = 0; i < 12; ++i) printf("%.9g\\n", (double)y[i]);
+            return 0;
+        }
+        """))
+    exe = tmp_path / "both"
+    sources = [os.path.join(a, "model.c"), os.path.join(a, "weights.c"), os.path.join(b, "model.c"),
+               os.path.join(b, "weights.c")]
+    proc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-I", str(tmp_path), str(main),
+                           *sources, "-o", str(exe), "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    got = parse_outputs(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+    x = (np.arange(32, dtype=np.float32) / 32).reshape(1, 32)
+    image = ((np.arange(490) % 7) / 7).astype(np.float32).reshape(1, 1, 49, 10)
+    assert_outputs(got, [run_ort(mlp_model(), {"x": x})[0], run_ort(cnn_model(), {"x": image})[0]])
+
+
+def test_what_needs_run_time_memory_is_refused_with_its_node(tmp_path):
+    nz = make_model([helper.make_node("NonZero", ["x"], ["idx"], name="find")], [("x", TP.FLOAT, [4])],
+                    [("idx", TP.INT64, [1, None])])
+    with pytest.raises(UnsupportedError, match="NonZero 'find'"):
+        compile_model(nz, str(tmp_path / "nz"), CompileOptions(target="c"))
+    with pytest.raises(UnsupportedError, match="--dim"):
+        compile_model(cnn_model(), str(tmp_path / "sym"), CompileOptions(target="c"))
+    with pytest.raises(ValueError, match="one thread"):
+        compile_model(mlp_model(), str(tmp_path / "t"), CompileOptions(target="c", threads=2))
+
+
+# --- off the host --------------------------------------------------------------------------------------
+
+def test_arm_linux_under_qemu_prints_what_the_host_prints(tmp_path):
+    ensure_tools({"arm-linux-gnueabihf-gcc": "gcc-arm-linux-gnueabihf", "qemu-arm": "qemu-user"})
+    model = cnn_model()
+    feeds = {"x": RNG.standard_normal((1, 1, 49, 10)).astype(np.float32)}
+    host = package(tmp_path / "host", model, "kws", "--dim", "N=1")
+    arm = package(tmp_path / "arm", model, "kws", "--dim", "N=1")
+    make(host)
+    make(arm, "CC=arm-linux-gnueabihf-gcc", "AR=arm-linux-gnueabihf-ar", "CFLAGS=-O2 -static")
+    kind = subprocess.run(["file", os.path.join(arm, "kws_demo")], capture_output=True, text=True).stdout
+    assert "ARM" in kind or not kind, kind
+    inputs = write_inputs(str(tmp_path), feeds)
+    on_host = run_demo(host, "kws", inputs)
+    on_arm = run_demo(arm, "kws", inputs, runner=("qemu-arm",))
+    assert_outputs(on_arm, on_host, rtol=1e-5, atol=1e-6)
+    assert_outputs(on_host, run_ort(model, feeds))
+
+
+def test_cortex_m4_links_freestanding(tmp_path, capsys):
+    ensure_tools({"arm-none-eabi-gcc": "gcc-arm-none-eabi", "arm-none-eabi-size": "binutils-arm-none-eabi"})
+    if not os.path.exists("/usr/lib/arm-none-eabi/newlib"):
+        ensure_tools({"__newlib_marker__": "libnewlib-arm-none-eabi"})
+    folder = package(tmp_path, cnn_model(), "kws", "--dim", "N=1")
+    firmware = tmp_path / "firmware.c"
+    firmware.write_text(textwrap.dedent("""\
+        #include "model.h"
+        static uint64_t arena[(KWS_ARENA_BYTES + 7u) / 8u];
+        static float features[KWS_INPUT_0_COUNT], scores[KWS_OUTPUT_0_COUNT];
+        volatile float sink;
+        int main(void)
+        {
+            const void *inputs[1] = { features };
+            void *outputs[1] = { scores };
+            kws_init(arena);
+            if (kws_run(arena, inputs, outputs) != 0)
+                return 1;
+            sink = scores[0];
+            return 0;
+        }
+        """))
+    cpu = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+    elf = tmp_path / "firmware.elf"
+    cmd = ["arm-none-eabi-gcc", *cpu, "-Os", "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Wconversion", "-Werror",
+           "-ffreestanding", "-ffunction-sections", "-fdata-sections", "-I", folder, str(firmware),
+           os.path.join(folder, "model.c"), os.path.join(folder, "weights.c"), "--specs=nosys.specs",
+           "-Wl,--gc-sections", "-o", str(elf), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    size = subprocess.run(["arm-none-eabi-size", str(elf)], capture_output=True, text=True, check=True).stdout
+    text, data, bss = (int(v) for v in size.splitlines()[1].split()[:3])
+    header = open(os.path.join(folder, "model.h")).read()
+    arena = int(re.search(r"#define KWS_ARENA_BYTES (\d+)u", header).group(1))
+    weights = int(re.search(r"#define KWS_WEIGHTS_BYTES (\d+)u", header).group(1))
+    assert text >= weights and bss >= arena   # weights in flash, the arena in RAM
+    with capsys.disabled():
+        print(f"\nCortex-M4 firmware (model + newlib startup): text {text} data {data} bss {bss} bytes; "
+              f"arena {arena}, weights {weights}")
