@@ -211,3 +211,21 @@ def test_dequantize_narrow_types(x_type):
     node = helper.make_node("DequantizeLinear", inputs, ["y"])
     model = make_model([node], [("x", x_type, [3, 4])], [("y", TP.FLOAT, [3, 4])], inits, opset=25)
     assert_matches_reference(model, {"x": x})
+
+
+@pytest.mark.parametrize("opset", [10, 13, 17])
+def test_qdq_weights_fold_at_older_opsets(opset):
+    """A QDQ model as quantizers write it: int8 weights behind a DequantizeLinear, which
+    constant folding evaluates (onnx's reference implementation starts at version 19)."""
+    rng = np.random.default_rng(3)
+    w = rng.integers(-127, 128, size=(4, 3, 3, 3), dtype=np.int8)
+    inits = [numpy_helper.from_array(w, "wq"), numpy_helper.from_array(np.array(0.02, np.float32), "ws"),
+             numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(3, np.int8), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"]),
+             helper.make_node("Conv", ["xd", "wd"], ["y"], pads=[1, 1, 1, 1])]
+    model = make_model(nodes, [("x", TP.FLOAT, [1, 3, 6, 6])], [("y", TP.FLOAT, [1, 4, 6, 6])], inits, opset=opset)
+    assert_matches_ort(model, {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)})

@@ -1,0 +1,157 @@
+"""Footprint of ``onnxc compile --target c`` packages on a Cortex-M4: arena, weights and code
+bytes for a few models of the sizes microcontrollers run.
+
+    python -m onnxc.benchmarks.footprint            # prints a Markdown table
+    python -m onnxc.benchmarks.footprint --json build/footprint.json
+
+Each model's package is written to a temporary folder; model.c and weights.c are compiled
+with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
+(Debian's gcc-arm-none-eabi) and measured with arm-none-eabi-size: code is model.o's text,
+weights are weights.o's (constant data, in flash), the arena is the header's
+``<NAME>_ARENA_BYTES`` (RAM). Without the cross compiler the code column says so.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+import numpy as np
+import onnx
+
+from .builder import GraphBuilder
+from .models import mlp, tiny_cnn
+
+CPU = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+CROSS = "arm-none-eabi-gcc"
+
+
+def kws_dscnn(seed: int = 0) -> onnx.ModelProto:
+    """A keyword-spotting DS-CNN (the "small" network of Hello Edge, Zhang et al. 2017): 49 x 10
+    MFCC features, a 10x4 stride-2 convolution to 64 channels, four depthwise-separable blocks
+    (3x3 depthwise + 1x1 pointwise, each with BatchNormalization and ReLU), average pooling and
+    a 12-way classifier."""
+    b = GraphBuilder(seed)
+
+    def bn_relu(x: str, c: int) -> str:
+        scale, bias = b.uniform(0.5, 1.5, c), b.normal(0.1, c)
+        mean, var = b.normal(0.1, c), b.uniform(0.5, 1.5, c)
+        return b.op("Relu", [b.op("BatchNormalization", [x, scale, bias, mean, var])])
+
+    x = b.op("Conv", ["mfcc", b.he_weight(64, 1, 10, 4), b.normal(0.1, 64)], kernel_shape=[10, 4],
+             strides=[2, 2], pads=[5, 1, 4, 2])
+    x = bn_relu(x, 64)
+    for _ in range(4):
+        x = bn_relu(b.op("Conv", [x, b.he_weight(64, 1, 3, 3)], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=64), 64)
+        x = bn_relu(b.op("Conv", [x, b.he_weight(64, 64, 1, 1)], kernel_shape=[1, 1]), 64)
+    x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
+    x = b.op("Gemm", [x, b.he_weight(12, 64), b.normal(0.1, 12)], transB=1)
+    b.output(x, "scores")
+    return b.model("kws_dscnn", [onnx.helper.make_tensor_value_info("mfcc", onnx.TensorProto.FLOAT, [1, 1, 49, 10])],
+                   [onnx.helper.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 12])])
+
+
+def int8_cnn() -> onnx.ModelProto | None:
+    """The tiny CNN quantized by onnxruntime's static quantizer (QDQ, int8 weights and
+    activations), or None without onnxruntime."""
+    try:
+        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    except ImportError:
+        return None
+    model = tiny_cnn()
+    rng = np.random.default_rng(0)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.items = iter([{"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.items, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "q.onnx")
+        onnx.save(model, src)
+        quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
+                        weight_type=QuantType.QInt8)
+        return onnx.load(dst)
+
+
+MODELS = {
+    "mlp (784-512-256-10)": mlp,
+    "tiny CNN (3x32x32, 3 conv)": tiny_cnn,
+    "int8 tiny CNN (QDQ)": int8_cnn,
+    "keyword spotting DS-CNN": kws_dscnn,
+}
+
+
+def _size(tool: str, obj: str) -> tuple[int, int, int]:
+    out = subprocess.run([tool, obj], capture_output=True, text=True, check=True).stdout.splitlines()[1].split()
+    return int(out[0]), int(out[1]), int(out[2])
+
+
+def measure(name: str, model: onnx.ModelProto, workdir: str) -> dict[str, Any]:
+    from ..driver import CompileOptions, compile_model
+    folder = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_"))
+    info = compile_model(model, folder, CompileOptions(target="c", prefix="net"), command="onnxc compile --target c")
+    row: dict[str, Any] = {"model": name, "arena_bytes": info["arena_bytes"], "weights_bytes": info["weights_bytes"],
+                           "host_code_bytes": info["code_bytes"]}
+    if shutil.which(CROSS) is None:
+        row["m4"] = f"{CROSS} not found"
+        return row
+    sizes = {}
+    for src in ("model.c", "weights.c"):
+        obj = os.path.join(folder, src[:-2] + ".m4.o")
+        subprocess.run([CROSS, *CPU, "-Os", "-std=c99", "-ffreestanding", "-c", os.path.join(folder, src), "-o", obj],
+                       check=True, capture_output=True)
+        sizes[src] = _size("arm-none-eabi-size", obj)
+    row["m4_code_bytes"] = sizes["model.c"][0]
+    row["m4_model_data_bytes"] = sizes["model.c"][1] + sizes["model.c"][2]
+    row["m4_weights_bytes"] = sum(sizes["weights.c"][:2])
+    return row
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| model | arena (RAM) | weights (flash) | code, Cortex-M4 -Os | code, this host -Os |",
+             "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['error']} | | | |")
+            continue
+        m4 = r.get("m4_code_bytes", r.get("m4", "n/a"))
+        lines.append(f"| {r['model']} | {r['arena_bytes']:,} | {r['weights_bytes']:,} | "
+                     f"{m4:,} | {r['host_code_bytes']:,} |" if isinstance(m4, int) else
+                     f"| {r['model']} | {r['arena_bytes']:,} | {r['weights_bytes']:,} | {m4} | {r['host_code_bytes']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m onnxc.benchmarks.footprint", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", help="also write the rows here")
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="onnxc-footprint-") as workdir:
+        for name, build in MODELS.items():
+            model = build()
+            if model is None:
+                rows.append({"model": name, "error": "needs onnxruntime (its quantizer)"})
+                continue
+            try:
+                rows.append(measure(name, model, workdir))
+            except Exception as e:  # one model's failure is a row, not the end of the table
+                rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
+    print(table(rows))
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
