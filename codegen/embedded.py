@@ -29,6 +29,8 @@ def _print_spec(dtype: str, ctype: str) -> tuple[str, str]:
     """printf format and cast of one output element in the example program."""
     if ctype in ("float", "double"):
         return ("%.9g" if ctype == "float" else "%.17g"), "(double)"
+    if dtype == "bfloat16":
+        return "%.9g", "bf16_value"
     if dtype.startswith("int"):
         return "%lld", "(long long)"
     return "%llu", "(unsigned long long)"

@@ -53,7 +53,10 @@ class TensorRef:
         return self.dtype.load.format(f"{self.name}[{index}]")
 
     def store(self, expr: str) -> str:
-        """C expression: compute-type ``expr`` converted to the storage type."""
+        """C expression: compute-type ``expr`` converted to the storage type (explicitly: a
+        double computed for a float output narrows on purpose, -Wconversion stays quiet)."""
+        if self.dtype.store == "{}" and self.dtype.kind != "string":
+            return f"({self.dtype.c_type})({expr})"
         return self.dtype.store.format(expr)
 
     def data(self) -> dict[str, Any]:

@@ -131,4 +131,6 @@ class Folding(Variadic):
 def extremum(which: str, a: str, b: str, t: dt.DType) -> str:
     """Max or min (``which``) of two compute-type values via ``c/helpers/minmax.c.j2``."""
     suffix = {"float": "f32", "double": "f64"}.get(t.compute) or ("u64" if t.kind in ("uint", "bool") else "i64")
-    return f"onnxc_{which}_{suffix}({a}, {b})"
+    call = f"onnxc_{which}_{suffix}({a}, {b})"
+    # narrower integers: the 64-bit result is one of the operands, back in their type
+    return call if t.compute in ("float", "double", "int64_t", "uint64_t") else f"(({t.compute}){call})"

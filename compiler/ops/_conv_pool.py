@@ -13,6 +13,7 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 from ...codegen import cexpr
 from ...codegen.cexpr import CExpr, math_fn
+from ...codegen.literals import float_literal
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from .. import dtypes as dt
 from ..dims import Dim, DimTable
@@ -280,7 +281,7 @@ def lp_power(p: float, v: str, compute: str) -> str:
         return f"{math_fn('fabs', compute)}({v})"
     if p == 2:
         return f"{v} * {v}"
-    return f"{math_fn('pow', compute)}({math_fn('fabs', compute)}({v}), {float(p)!r})"
+    return f"{math_fn('pow', compute)}({math_fn('fabs', compute)}({v}), {float_literal(float(p), compute)})"
 
 
 def lp_root(p: float, acc: str, compute: str) -> str:
@@ -289,7 +290,7 @@ def lp_root(p: float, acc: str, compute: str) -> str:
         return acc
     if p == 2:
         return f"{math_fn('sqrt', compute)}({acc})"
-    return f"{math_fn('pow', compute)}({acc}, {1.0 / p!r})"
+    return f"{math_fn('pow', compute)}({acc}, {float_literal(1.0 / p, compute)})"
 
 
 class GlobalPool(OpDef):
