@@ -81,6 +81,9 @@ class Target:
     prepack: bool = False
     winograd: bool = False  # 3x3 convolutions by Winograd's algorithm where it pays (needs prepack)
     threads: int = 1       # intra-op threads: kernels that split work size scratch for each
+    # Blocks and buffers sized for a microcontroller's RAM (``--target c``): the GEMM packs
+    # blocks of at most 64 x 4 panels (ONNXC_SMALL_MEMORY in C) and im2col works in smaller bands.
+    small_memory: bool = False
 
 
 @dataclass

@@ -118,7 +118,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                     # (not in a package: its transformed filters take 1.8-4x the weights' memory)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
                     and "conv_winograd" not in options.disabled_passes and not embedded,
-                    threads=max(options.threads, 1))
+                    threads=max(options.threads, 1), small_memory=embedded)
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,

@@ -8,11 +8,13 @@ are the same bits). float16/bfloat16 are converted to float first.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
+from ...codegen.kernel import Target
 from .. import dtypes as dt
 
 HELPER = "c/helpers/gemm.c.j2"
@@ -22,6 +24,8 @@ HELPER = "c/helpers/gemm.c.j2"
 # 12 x 32 with AVX-512, 6 x 16 with AVX2, 12 x 8 with NEON, 4 x 16 in portable C).
 FEW_ROWS = 4      # fewer rows than this: the operands are used in place, not packed
 KC = 256
+BLOCK_PANELS = 16  # MR-row (NR-column) panels in a packed block of A (B)
+SMALL_KC, SMALL_BLOCK_PANELS = 64, 4   # Target.small_memory (ONNXC_SMALL_MEMORY in the C helpers)
 MR = {"float": 12, "double": 4, "uint32": 4, "uint64": 4}
 NR = {"float": 32, "double": 8, "uint32": 16, "uint64": 8}
 
@@ -59,29 +63,35 @@ def native(t: dt.DType) -> bool:
 
 
 def pack_bytes(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: bool = True,
-               threads: int = 1) -> CExpr:
+               target: Optional[Target] = None) -> CExpr:
     """Bytes of ``pack`` one ``onnxc_gemm_*(m, n, k, ...)`` call needs (an upper bound if symbolic).
 
     few_rows_unpacked: the operands' strides let the helper skip packing when m < FEW_ROWS
     (B rows contiguous, or B' columns and A rows contiguous; float32 always, with A not
     packed: B packed by the compiler goes to onnxc_sgemv_packed_b, B as it is to
-    onnxc_sgemm_few_rows). threads: the float32 GEMM gives
-    each of its threads a part of this size (the other kernels share one)."""
-    one = _pack_bytes_one(g, m, n, k, few_rows_unpacked)
+    onnxc_sgemm_few_rows). target: its threads (the float32 GEMM gives each thread a part of
+    this size; the other kernels share one) and whether blocks are small (small_memory)."""
+    threads = target.threads if target is not None else 1
+    one = _pack_bytes_one(g, m, n, k, few_rows_unpacked, target is not None and target.small_memory,
+                          (target.gemm_mr, target.gemm_nr) if target is not None and g is FLOAT else None)
     return cexpr.mul(one, threads) if g is FLOAT and threads > 1 else one
 
 
-def _pack_bytes_one(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: bool) -> CExpr:
+def _pack_bytes_one(g: GemmType, m: CExpr, n: CExpr, k: CExpr, few_rows_unpacked: bool, small: bool,
+                    tile: Optional[tuple[int, int]]) -> CExpr:
     nr, mr = NR[g.name], MR[g.name]
-    nc, mc = 16 * nr, 16 * mr
+    if small and tile is not None:   # (elsewhere the largest tile of any SIMD family: an upper bound)
+        mr, nr = tile
+    kc_max, panels = (SMALL_KC, SMALL_BLOCK_PANELS) if small else (KC, BLOCK_PANELS)
+    nc, mc = panels * nr, panels * mr
     if isinstance(m, int) and isinstance(n, int) and isinstance(k, int):
         if m < FEW_ROWS and few_rows_unpacked:
             return 0
-        kc = min(k, KC)
+        kc = min(k, kc_max)
         n_up = min(-(-n // nr) * nr, nc)
         m_up = min(-(-m // mr) * mr, mc)
         return cexpr.mul(kc * (n_up + m_up), g.size)
-    return KC * (nc + mc) * g.size
+    return kc_max * (nc + mc) * g.size
 
 
 def pack_rows(a: np.ndarray, mr: int) -> np.ndarray:

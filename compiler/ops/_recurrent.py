@@ -150,7 +150,7 @@ class Recurrent(OpDef):
             if k.has_input(3) and data["fast"]["bias"] is None:
                 kernel.scratch["bias"] = cexpr.mul(gate_rows, 4)
             kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, rows, gate_rows, x.dims[2],
-                                                      threads=k.target.threads)
+                                                      target=k.target)
             if data["fast"]["R_packed"] is None:
                 kernel.scratch["rpack"] = cexpr.mul(_panel_cols(gate_rows), hidden, 4)
         return kernel

@@ -20,6 +20,8 @@ COL_ELEMENTS = 1 << 17      # im2col buffer size to aim for (elements)
 # ... but at least this many output columns per band (the GEMM's N): each band streams all the
 # weights once, so narrow bands of a deep kernel (3x3 over 256+ channels) re-read megabytes.
 COL_MIN_WIDTH = 512
+SMALL_COL_ELEMENTS = 1 << 12   # Target.small_memory: 16 KiB of float columns ...
+SMALL_COL_MIN_WIDTH = 32       # ... or 32 outputs
 # ONNXC_PARALLEL_MIN_MACS of the generated runtime: smaller GEMMs and convolutions stay on one thread.
 PARALLEL_MIN_MACS = 1 << 21
 
@@ -98,17 +100,19 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         o_term = [(f"o{a}", win.strides[a])] if a < rank - 1 else []
         axis["pos"] = affine(*o_term, (f"k{a}", win.dilations[a]), const=negate(begins[a]))
     # col holds `rows` outputs of the first spatial axis at a time, about COL_ELEMENTS values
-    # (or COL_MIN_WIDTH outputs).
+    # (or COL_MIN_WIDTH outputs); a fraction of that on a small-memory target.
+    col_elements, col_min_width = (SMALL_COL_ELEMENTS, SMALL_COL_MIN_WIDTH) if k.target.small_memory \
+        else (COL_ELEMENTS, COL_MIN_WIDTH)
     inner = cexpr.prod(out_dims[1:])
     if rank == 1:
         rows, width = 1, size_out
     elif isinstance(kk, int) and isinstance(inner, int):
-        rows = max(1, COL_ELEMENTS // max(1, kk * inner), -(-COL_MIN_WIDTH // max(1, inner)))
+        rows = max(1, col_elements // max(1, kk * inner), -(-col_min_width // max(1, inner)))
         if isinstance(out_dims[0], int):
             rows = balanced_rows(min(rows, out_dims[0]), out_dims[0], inner, k.target.threads)
         width = cexpr.mul(rows, inner)
     else:
-        rows = f"onnxc_dim_max(1, {COL_ELEMENTS} / ({cexpr.lit(kk)} * onnxc_dim_max(1, {cexpr.lit(inner)})))"
+        rows = f"onnxc_dim_max(1, {col_elements} / ({cexpr.lit(kk)} * onnxc_dim_max(1, {cexpr.lit(inner)})))"
         width = cexpr.mul(rows, inner)
     cast = "" if g.ctype == w.ctype else f"(const {g.ctype} *)"
     sgemm = g is _gemm.FLOAT and x.dtype is dt.FLOAT and w_load is None and y_store is None
@@ -180,7 +184,7 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
     if not depthwise:
         kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk,
-                                                  few_rows_unpacked=packed is None, threads=k.target.threads)
+                                                  few_rows_unpacked=packed is None, target=k.target)
     return kernel
 
 
@@ -269,7 +273,7 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     kernel = k.kernel("c/conv_gather.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["plane"] = c * pp.floats * 4
     kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, mg, out, kk, few_rows_unpacked=False,
-                                              threads=k.target.threads)
+                                              target=k.target)
     return kernel
 
 

@@ -100,7 +100,7 @@ class ConvTranspose(OpDef):
             kernel.scratch["x"] = cexpr.mul(cg, size_in, g.size)
             kernel.scratch["acc"] = cexpr.mul(mg, size_out, g.size)
         kernel.scratch["col"] = cexpr.mul(mkp, size_in, g.size)
-        kernel.scratch["pack"] = _gemm.pack_bytes(g, mkp, size_in, cg, threads=k.target.threads)
+        kernel.scratch["pack"] = _gemm.pack_bytes(g, mkp, size_in, cg, target=k.target)
         return kernel
 
 

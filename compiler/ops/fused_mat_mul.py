@@ -49,7 +49,7 @@ class FusedMatMul(OpDef):
                           K=cexpr.lit(kk), a=a.name, b=packed or b.name, packed=packed, y=y.name, epi=epi,
                           kdim_check=None if kk == b.dims[0] else f"{cexpr.lit(kk)} != {cexpr.lit(b.dims[0])}")
         kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, rows, n, kk, few_rows_unpacked=True,
-                                                  threads=k.target.threads)
+                                                  target=k.target)
         return kernel
 
     def export(self, node: Node, inputs: list[str], outputs: list[str]) -> list:

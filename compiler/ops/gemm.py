@@ -77,7 +77,7 @@ class Gemm(OpDef):
             kernel.scratch["acc"] = cexpr.mul(y.numel, g.size)
         packed_b = bool(data["sgemm"] and data["sgemm"]["packed"])
         kernel.scratch["pack"] = _gemm.pack_bytes(g, m, n, kk, few_rows_unpacked=not (trans_a and trans_b) or packed_b,
-                                                  threads=k.target.threads)
+                                                  target=k.target)
         return kernel
 
     @staticmethod

@@ -114,5 +114,5 @@ def matmul_kernel(k: KernelContext, g: _gemm.GemmType, *, a_load: Optional[str],
     if y_store:
         kernel.scratch["acc"] = cexpr.mul(y.numel, g.size)
     kernel.scratch["pack"] = _gemm.pack_bytes(g, rows, n, kk, few_rows_unpacked=True,
-                                              threads=k.target.threads)
+                                              target=k.target)
     return kernel
