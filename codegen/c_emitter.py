@@ -47,6 +47,7 @@ class EmitOptions:
     # caller passes the arena and the output buffers, and the weights are typed constant
     # arrays of a source file of their own (``weights_source``).
     embedded: bool = False
+    weights_file: str = "c"       # embedded builds: "c" (weights.c) or "bin" (weights.bin, bound at init)
 
 
 @dataclass
@@ -211,20 +212,23 @@ class CEmitter:
         ins = [io(v, info) for v, info in zip(g.inputs, inputs)]
         outs = [io(v, info) for v, info in zip(g.outputs, outputs)]
         externals = unit.external
-        weights_bytes = sum(e["bytes"] for e in externals)
+        weights_bin = self.opt.weights_file == "bin"
+        weights_bytes = len(unit.weights) if weights_bin else sum(e["bytes"] for e in externals)
         data = {**data, "embedded": True, "inputs": ins, "outputs": outs, "externals": externals,
-                "weights_bytes": weights_bytes, "ctx_bytes": EMBEDDED_CTX_BYTES,
+                "weights_bytes": weights_bytes, "ctx_bytes": EMBEDDED_CTX_BYTES, "weights_bin": weights_bin,
                 "input_dims": [d for t in ins for d in t["dims"]], "output_dims": [d for t in outs for d in t["dims"]]}
         banner = data["banner"]
         source = render(f"{self.template_dir}/model.c.j2", data)
         header = render(f"{self.template_dir}/embedded/model.h.j2",
                         {"prefix": prefix, "PREFIX": prefix.upper(), "banner": banner, "inputs": ins, "outputs": outs,
-                         "arena_bytes": EMBEDDED_CTX_BYTES + data["arena_bytes"], "weights_bytes": weights_bytes})
-        weights = render(f"{self.template_dir}/embedded/weights.c.j2",
-                         {"prefix": prefix, "banner": banner, "externals": externals})
+                         "arena_bytes": EMBEDDED_CTX_BYTES + data["arena_bytes"], "weights_bytes": weights_bytes,
+                         "weights_bin": weights_bin})
+        weights = "" if weights_bin else render(f"{self.template_dir}/embedded/weights.c.j2",
+                                                {"prefix": prefix, "banner": banner, "externals": externals})
         if re.search(r"\b(malloc|calloc|realloc|free)\s*\(", source):
             raise OnnxcError("internal: freestanding source allocates memory")
-        return CModel(source, header, b"", prefix, EMBEDDED_CTX_BYTES + data["arena_bytes"], inputs, outputs,
+        return CModel(source, header, bytes(unit.weights) if weights_bin else b"", prefix,
+                      EMBEDDED_CTX_BYTES + data["arena_bytes"], inputs, outputs,
                       functions, {"inputs": ins, "outputs": outs}, weights_source=weights, weights_bytes=weights_bytes,
                       scratch_bytes=unit.scratch_bytes)
 
@@ -375,7 +379,7 @@ class CEmitter:
         array = np.asarray(v.const, order="C")
         raw = array.tobytes() if v.dtype is not dt.STRING else b""  # strings: pointers, always inline
         weights = self.unit.weights
-        if self.opt.embedded and len(raw) > INLINE_CONST_BYTES:
+        if self.opt.embedded and self.opt.weights_file == "c" and len(raw) > INLINE_CONST_BYTES:
             # a typed array of weights.c, under the model's prefix (two models link together)
             var = self.mangle(v.name, f"{self.opt.prefix}_w_")
             self.unit.const_locs[id(v)] = _Loc(var, "inline")

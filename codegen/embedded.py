@@ -50,19 +50,27 @@ def write_package(model: CModel, output_dir: str, command: str, version: str, ti
         return out
 
     ins, outs = io(model.inputs, model.extra["inputs"]), io(model.outputs, model.extra["outputs"])
-    files = {"model.c": model.source, "model.h": model.header, "weights.c": model.weights_source,
-             "main.c": render("c/embedded/main.c.j2", {"banner": banner, "prefix": prefix,
-                                                       "PREFIX": prefix.upper(), "inputs": ins, "outputs": outs}),
-             "Makefile": render("c/embedded/Makefile.j2", {"banner": banner, "prefix": prefix})}
+    weights_bin = not model.weights_source
+    common = {"banner": banner, "prefix": prefix, "PREFIX": prefix.upper(), "weights_bin": weights_bin}
+    files = {"model.c": model.source, "model.h": model.header,
+             "main.c": render("c/embedded/main.c.j2", {**common, "inputs": ins, "outputs": outs}),
+             "Makefile": render("c/embedded/Makefile.j2", common)}
+    if not weights_bin:
+        files["weights.c"] = model.weights_source
     os.makedirs(output_dir, exist_ok=True)
     for name, text in files.items():
         _write(os.path.join(output_dir, name), text)
+    if weights_bin:
+        with open(os.path.join(output_dir, "weights.bin"), "wb") as f:
+            f.write(model.weights)
+        files["weights.bin"] = ""
     cc = cc or os.environ.get("CC", "cc")
     code_bytes, size_command = _check_and_measure(cc, output_dir)
     readme = render("c/embedded/README.md.j2", {
         "prefix": prefix, "PREFIX": prefix.upper(), "title": comment(title), "version": comment(version),
         "command": comment(command), "arena_bytes": model.arena_bytes, "weights_bytes": model.weights_bytes,
-        "code_bytes": code_bytes, "size_command": size_command, "inputs": ins, "outputs": outs})
+        "code_bytes": code_bytes, "size_command": size_command, "inputs": ins, "outputs": outs,
+        "weights_bin": weights_bin})
     _write(os.path.join(output_dir, "README.md"), readme)
     return {"target": "c", "prefix": prefix, "arena_bytes": model.arena_bytes,
             "weights_bytes": model.weights_bytes, "code_bytes": code_bytes,
@@ -83,7 +91,7 @@ def _check_and_measure(cc: str, folder: str) -> tuple[int | str, str]:
         raise CompileError(f"C compiler {cc!r} not found (set CC)")
     with tempfile.TemporaryDirectory(prefix="onnxc-pkg-") as tmp:
         objects = {}
-        for name in ("model.c", "weights.c"):
+        for name in [n for n in ("model.c", "weights.c") if os.path.exists(os.path.join(folder, n))]:
             # the headers the preprocessor actually opens (-H: one dot per nesting level)
             proc = subprocess.run([cc, *STRICT_CFLAGS, "-E", "-H", os.path.join(folder, name), "-o", os.devnull],
                                   capture_output=True, text=True)

@@ -67,13 +67,15 @@ def _compile(args: argparse.Namespace) -> int:
     for name in args.disable or ():
         if name not in known:
             raise CliError(f"--disable {name}: not an optimization onnxc has ({', '.join(known)})")
+    if args.weights == "bin" and args.target != "c":
+        raise CliError("--weights bin needs --target c")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", args.name):
         raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
     dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim).items()))
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
                              march="" if args.portable or args.target == "c" else args.march, prefix=args.name,
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
-                             target=args.target)
+                             target=args.target, weights=args.weights)
     display = None
     if not args.quiet and (args.progress or stderr_is_tty()):
         display = Display(sys.stderr, live=stderr_is_tty())
@@ -457,6 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="native: a shared library for this machine (default); c: a freestanding C99 "
                         "source package (model.c, model.h, weights.c, Makefile, main.c, README.md) "
                         "that allocates nothing, for microcontrollers and other targets")
+    p.add_argument("--weights", choices=("c", "bin"), default="c",
+                   help="with --target c: the weights as constant arrays in weights.c (default), or as "
+                        "weights.bin (little-endian) that the program loads and passes to NAME_init")
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); --target c needs every dim fixed")
     shown = p.add_mutually_exclusive_group()

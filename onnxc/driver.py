@@ -69,6 +69,9 @@ class CompileOptions:
     # "native": a shared library for this machine (the artifact the runtime loads); "c": a
     # freestanding C99 source package for any target (codegen/embedded.py).
     target: str = "native"
+    # --target c: the weights as typed arrays in weights.c ("c"), or as weights.bin that the
+    # caller loads and hands to <name>_init ("bin", little-endian values).
+    weights: str = "c"
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
 
     def key(self) -> str:
@@ -95,6 +98,8 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
 def _compile(source, output_dir, options: CompileOptions, command: Optional[str], descs: list) -> dict[str, Any]:
     if options.target not in ("native", "c"):
         raise ValueError(f"unknown target {options.target!r} (native or c)")
+    if options.weights not in ("c", "bin") or (options.weights == "bin" and options.target != "c"):
+        raise ValueError("weights: 'c' or 'bin', and 'bin' only with --target c")
     if options.target == "c" and (options.threads > 1 or options.inter_threads or options.profile or descs
                                   or options.memory != "arena"):
         raise ValueError("--target c builds run on one thread, without profiling, custom ops or heap memory")
@@ -123,7 +128,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,
                                           inter_threads=options.inter_threads, target=target,
-                                          embedded=embedded)).emit()
+                                          embedded=embedded, weights_file=options.weights)).emit()
     output_dir = os.fspath(output_dir)
     if embedded:
         return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,

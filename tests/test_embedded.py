@@ -221,6 +221,24 @@ def test_small_memory_blocking_matches_onnxruntime(tmp_path):
     assert_outputs(run_demo(folder, "blocked", write_inputs(folder, feeds)), run_ort(model, feeds))
 
 
+def test_weights_in_a_bin_file_the_program_loads(tmp_path):
+    """--weights bin: no weights.c; weights.bin holds the same values, the example program
+    reads it and passes it to the init function, and the results are the same."""
+    model = cnn_model()
+    feeds = {"x": np.random.default_rng(4).standard_normal((1, 1, 49, 10)).astype(np.float32)}
+    folder = package(tmp_path, model, "kws", "--dim", "N=1", "--weights", "bin")
+    assert "weights.c" not in os.listdir(folder)
+    header = open(os.path.join(folder, "model.h")).read()
+    assert "int kws_init(void *arena, const void *weights);" in header
+    weights = int(re.search(r"#define KWS_WEIGHTS_BYTES (\d+)u", header).group(1))
+    assert os.path.getsize(os.path.join(folder, "weights.bin")) == weights > 0
+    make(folder)
+    got = run_demo(folder, "kws", [os.path.join(folder, "weights.bin"), *write_inputs(folder, feeds)])
+    assert_outputs(got, run_ort(model, feeds))
+    assert cli_main(["compile", str(tmp_path / "kws.onnx"), "--weights", "bin", "-o", str(tmp_path / "native"),
+                     "-q"]) != 0   # a native artifact has its own weights file
+
+
 def test_two_models_link_into_one_program(tmp_path):
     a, b = package(tmp_path, mlp_model(), "first"), package(tmp_path, cnn_model(), "second", "--dim", "N=1")
     main = tmp_path / "both.c"
