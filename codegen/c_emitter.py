@@ -45,7 +45,8 @@ class EmitOptions:
     target: Target = field(default_factory=Target)  # what lowerings specialise for
     # Freestanding C (``onnxc compile --target c``): no allocation, no threads, no I/O; the
     # caller passes the arena and the output buffers, and the weights are typed constant
-    # arrays of a source file of their own (``weights_source``).
+    # arrays of a source file of their own (``weights_source``) or, with weights_file "bin",
+    # the weights file's bytes, which the caller binds at init.
     embedded: bool = False
     weights_file: str = "c"       # embedded builds: "c" (weights.c) or "bin" (weights.bin, bound at init)
 
@@ -62,9 +63,8 @@ class CModel:
     outputs: list[dict[str, Any]]
     functions: int
     extra: dict[str, Any] = field(default_factory=dict)
-    weights_source: str = ""      # embedded builds: the weights as C arrays (weights.c)
-    weights_bytes: int = 0        # embedded builds: the bytes those arrays hold
-    scratch_bytes: int = 0        # of arena_bytes, the kernels' scratch after the planned intermediates
+    weights_source: str = ""      # embedded builds: the weights as C arrays (weights.c), "" with weights.bin
+    weights_bytes: int = 0        # embedded builds: the bytes of the weights (those arrays, or weights.bin)
 
 
 @dataclass
@@ -173,7 +173,7 @@ class CEmitter:
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
                       inputs, outputs, functions,
                       {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
-                      if self.opt.profile else {}, scratch_bytes=unit.scratch_bytes)
+                      if self.opt.profile else {})
 
     def _emit_embedded(self, data: dict[str, Any], inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
                        functions: int) -> CModel:
@@ -211,7 +211,7 @@ class CEmitter:
         prefix = self.opt.prefix
         ins = [io(v, info) for v, info in zip(g.inputs, inputs)]
         outs = [io(v, info) for v, info in zip(g.outputs, outputs)]
-        externals = unit.external
+        externals = [e for e in unit.external if e["var"] in unit.referenced]   # (as consts are)
         weights_bin = self.opt.weights_file == "bin"
         weights_bytes = len(unit.weights) if weights_bin else sum(e["bytes"] for e in externals)
         data = {**data, "embedded": True, "inputs": ins, "outputs": outs, "externals": externals,
@@ -229,8 +229,7 @@ class CEmitter:
             raise OnnxcError("internal: freestanding source allocates memory")
         return CModel(source, header, bytes(unit.weights) if weights_bin else b"", prefix,
                       EMBEDDED_CTX_BYTES + data["arena_bytes"], inputs, outputs,
-                      functions, {"inputs": ins, "outputs": outs}, weights_source=weights, weights_bytes=weights_bytes,
-                      scratch_bytes=unit.scratch_bytes)
+                      functions, {"inputs": ins, "outputs": outs}, weights_source=weights, weights_bytes=weights_bytes)
 
     def emit_function(self) -> dict[str, Any]:
         """Steps of this graph's function; static intermediates share an arena by liveness.
