@@ -737,8 +737,8 @@ def _spec_names(node: Node) -> tuple[list[str], list[str]]:
         schema = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
         formal_in = [p.name for p in schema.inputs]
         formal_out = [p.name for p in schema.outputs]
-    except onnx.defs.SchemaError:
-        formal_in, formal_out = [], []
+    except onnx.defs.SchemaError:   # ops of other domains may name their parameters themselves
+        formal_in, formal_out = list(node.impl.formal_inputs), list(node.impl.formal_outputs)
 
     def names(formal: list[str], count: int, fallback: str) -> list[str]:
         out = []

@@ -84,6 +84,9 @@ class Target:
     # Blocks and buffers sized for a microcontroller's RAM (``--target c``): the GEMM packs
     # blocks of at most 64 x 4 panels (ONNXC_SMALL_MEMORY in C) and im2col works in smaller bands.
     small_memory: bool = False
+    # Quantized kernels (QLinearConv, QLinearMatMul, QGemm) in integer arithmetic only, reading
+    # int8 weights in place without converted copies: no float unit needed (``--target c``).
+    integer_only: bool = False
 
 
 @dataclass

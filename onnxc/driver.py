@@ -114,7 +114,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
         graph.outputs = [graph.outputs[i] for i in keep]
         graph.output_names = [graph.output_names[i] for i in keep]
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
-                 disabled=set(options.disabled_passes))
+                 disabled=set(options.disabled_passes), target=options.target)
     toolchain = options.toolchain()
     embedded = options.target == "c"
     # a package is portable C: its packed weights fit the scalar micro-kernel on any compiler
@@ -123,7 +123,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                     # (not in a package: its transformed filters take 1.8-4x the weights' memory)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
                     and "conv_winograd" not in options.disabled_passes and not embedded,
-                    threads=max(options.threads, 1), small_memory=embedded)
+                    threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded)
     emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from ...codegen import cexpr
 from ...codegen.kernel import KernelContext, TensorRef
 from ...codegen.names import c_string
@@ -163,3 +165,45 @@ def loop_data(k: KernelContext, op: str, x: TensorRef, params: list[TensorRef], 
 def zero_load(zp: Optional[TensorRef], index: str) -> str:
     """The zero point at ``index`` as a double (0 when absent)."""
     return f"(double){zp.load(index)}" if zp is not None else "0.0"
+
+
+# --- requantization of int32 accumulators (QLinearConv, QLinearMatMul, QGemm) ---------------
+
+REQUANT_HELPER = "c/helpers/requant.c.j2"
+
+
+def output_scale_bits(k: KernelContext, *factors: TensorRef, divisor: Optional[TensorRef],
+                      alpha: float = 1.0) -> Optional[str]:
+    """The float32 multiplier ``alpha * f0 * f1 * ... / divisor`` of each output channel,
+    multiplied and divided in that order in float32 as onnxruntime does, as a constant
+    parameter of its bits (uint32) for ``onnxc_requant``; None when a scale is not a constant
+    float32 or a multiplier is not a positive normal float32 (then the kernel computes it at
+    run time and requantizes in float)."""
+    values = []
+    for t in factors + ((divisor,) if divisor is not None else ()):
+        if t.value is None or t.dtype is not dt.FLOAT:
+            return None
+        values.append(np.asarray(t.value, np.float32).reshape(-1))
+    with np.errstate(all="ignore"):
+        m = np.full(1, alpha, np.float32) if alpha != 1.0 else None
+        for v in values[:len(factors)]:
+            m = v if m is None else (m * v).astype(np.float32)
+        if divisor is not None:
+            m = (m / values[-1]).astype(np.float32)
+    if not np.all(np.isfinite(m) & (m >= np.finfo(np.float32).tiny)):
+        return None
+    return k.constant("output_scale", np.ascontiguousarray(m, np.float32).view(np.uint32))
+
+
+def requant(acc: str, y: TensorRef, zero: str, scale_bits: Optional[str], scale_index: str,
+            runtime_scale: str) -> str:
+    """C expression storing int32 accumulator ``acc`` to quantized ``y``: multiplied by the
+    output scale (``scale_bits[scale_index]``, or the float expression ``runtime_scale``),
+    rounded half to even, plus the zero point ``zero``, saturated to y's type."""
+    q = QUANT_TYPES[y.dtype]
+    zp = f"(int32_t){zero}"
+    if scale_bits is not None:
+        value = f"onnxc_requant({acc}, {scale_bits}[{scale_index}], {q.lo} - {zp}, {q.hi} - {zp})"
+    else:
+        value = f"onnxc_requant_f({acc}, (float)({runtime_scale}), {q.lo} - {zp}, {q.hi} - {zp})"
+    return f"({y.dtype.c_type})({value} + {zp})"

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Optional
+
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
@@ -7,7 +9,7 @@ from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
 from . import _quantize as qz
-from ._conv_pool import conv_shape, per_group
+from ._conv_pool import affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, window
 from ._elementwise import check_dtype
 from .conv import conv_kernel
 from .registry import InferContext, OpDef, register
@@ -67,16 +69,54 @@ class QLinearConv(OpDef):
             if not (isinstance(b.dims[0], int) and isinstance(m, int)):
                 checks.append({"cond": f"{cexpr.lit(b.dims[0])} != {cexpr.lit(m)}",
                                "msg": c_string("QLinearConv: B does not have one value per output channel")})
-            bias = f"(uint32_t){b.name}[g * {cexpr.lit(mg)} + m]"
+            bias = f"(uint32_t){b.name}[{{channel}}]"
+        w_scale = k.input(4)
+        bits = qz.output_scale_bits(k, k.input(1), w_scale, divisor=k.input(6))
+        per_channel = w_scale.numel != 1
+
+        def store(acc: str, channel: str) -> str:
+            runtime = f"{param(1, '')} * {param(4, channel)} / {param(6, '')}"
+            return qz.requant(f"(int32_t){acc}", y, param(7, ''), bits, channel if per_channel else "0", runtime)
+
+        if k.target.integer_only:
+            kernel = self.direct(node, k, checks, bias.format(channel="m"), param(2, ""), param(5, "m"),
+                                 store("acc", "m"))
+            if kernel is not None:
+                kernel.helpers.append(qz.REQUANT_HELPER)
+                return kernel
         channel = f"g * {cexpr.lit(mg)} + i / {cexpr.lit(out)}"
-        multiplier = f"{param(1, '')} * {param(4, channel)} / {param(6, '')}"
-        requant = qz.saturate(f"rint((double)(int32_t)acc[i] * (double)({multiplier}) + (double){param(7, '')})",
-                              y.dtype)
-        operands = KernelContext(node, [x, w], k.outputs, k.dim, k.data_dims)
+        operands = KernelContext(node, [x, w], k.outputs, k.dim, k.data_dims, k.target)
+        operands.constants = k.constants
         kernel = conv_kernel(node, operands, _gemm.UINT32,
                              x_load=f"(uint32_t)((int32_t){{}} - (int32_t){param(2, '')})", x_native=False,
                              w_load=f"(uint32_t)((int32_t){w.name}[m * {{K}} + i] - (int32_t){param(5, 'm')})",
-                             bias=bias, y_store=requant,
+                             bias=bias.format(channel=f"g * {cexpr.lit(mg)} + m"), y_store=store("acc[i]", channel),
                              checks=checks)
-        kernel.helpers.append(qz.HELPER)
+        kernel.helpers.append(qz.REQUANT_HELPER)
         return kernel
+
+    @staticmethod
+    def direct(node: Node, k: KernelContext, checks: list, bias: str, x_zero: str, w_zero: str,
+               y_store: str) -> Optional[Kernel]:
+        """The integer-only kernel (c/qlinear_conv_direct.c.j2), or None where the general one is needed."""
+        x, w, y = k.input(0), k.input(3), k.out
+        rank = x.rank - 2
+        win = window(node, rank, w.shape[2:], k.unsupported)
+        in_dims, out_dims = x.dims[2:], y.dims[2:]
+        begins, _ = pads_c(win, in_dims, out_dims)
+        axes = axes_data(win, in_dims, out_dims, begins)
+        for a, axis in enumerate(axes):
+            axis["pos"] = affine((f"o{a}", win.strides[a]), (f"k{a}", win.dilations[a]), const=negate(begins[a]))
+        group = node.attrs.get("group", 1)
+        c, cg, m = x.dims[1], w.dims[1], w.dims[0]
+        if c != cexpr.mul(cg, group):
+            checks.append({"cond": f"{cexpr.lit(c)} != {cexpr.lit(cexpr.mul(cg, group))}",
+                           "msg": c_string("QLinearConv: X channels differ from W channels times group")})
+        kp = cexpr.prod(win.kernel)
+        return k.kernel("c/qlinear_conv_direct.c.j2", checks=checks, N=cexpr.lit(x.dims[0]), C=cexpr.lit(c),
+                        Cg=cexpr.lit(cg), M=cexpr.lit(m), Mg=cexpr.lit(per_group(m, group)),
+                        K=cexpr.lit(cexpr.mul(cg, kp)), KP=cexpr.lit(kp), IN=cexpr.lit(cexpr.prod(in_dims)),
+                        OUT=cexpr.lit(cexpr.prod(out_dims)), axes=axes, x=x.name, w=w.name, y=y.name,
+                        xt=x.ctype, wt=w.ctype, yt=y.ctype, x_zero=x_zero, w_zero=w_zero, bias=bias,
+                        x_index=flat_index([f"i{a}" for a in range(rank)], in_dims),
+                        w_index=flat_index([f"k{a}" for a in range(rank)], win.kernel), y_store=y_store)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...codegen import cexpr
+from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.names import c_string
 from .. import dtypes as dt
@@ -48,12 +49,25 @@ class QLinearMatMul(OpDef):
         ts = a_scale.dtype
         product = qz.round_to(f"{a_scale.load('0')} * {b_scale.load('0')}", ts)
         multiplier = qz.round_to(f"{product} / {y_scale.load('0')}", ts)
-        requant = qz.saturate(f"rint((double)(int32_t)y[i] * (double)({multiplier}) + (double){y_zero.name}[0])",
-                              y.dtype)
+        bits = qz.output_scale_bits(k, a_scale, b_scale, divisor=y_scale)
+        if k.target.integer_only and b.rank <= 2:
+            rows = cexpr.prod(a.dims[:-1])
+            kk = a.dims[-1]
+            n = b.dims[-1] if b.rank == 2 else 1
+            if kk != b.dims[0]:
+                checks.append({"cond": f"{cexpr.lit(kk)} != {cexpr.lit(b.dims[0])}",
+                               "msg": c_string("QLinearMatMul: the inner dims of A and B differ")})
+            kernel = qgemm_direct(k, checks, rows, n, kk, f"r * {cexpr.lit(kk)} + kk", f"kk * {cexpr.lit(n)} + j",
+                                  f"{a_zero.name}[0]", f"{b_zero.name}[0]", "0",
+                                  qz.requant("(int32_t)acc", y, f"{y_zero.name}[0]", bits, "0", multiplier))
+            kernel.helpers.append(qz.REQUANT_HELPER)
+            return kernel
+        requant = qz.requant("(int32_t)y[i]", y, f"{y_zero.name}[0]", bits, "0", multiplier)
         # The matmul kernel's locals are named a, b and y like the spec's tensors: it runs in
         # a block of its own on aliases of them.
         qa, qb, qy = replace(a, name="qa"), replace(b, name="qb"), replace(y, name="qy")
-        operands = KernelContext(node, [qa, qb], [qy], k.dim, k.data_dims)
+        operands = KernelContext(node, [qa, qb], [qy], k.dim, k.data_dims, k.target)
+        operands.constants = k.constants
         kernel = matmul_kernel(
             operands, _gemm.UINT32,
             a_load=f"(uint32_t)((int32_t){qa.name}[row * {{K}} + k] - (int32_t){a_zero.name}[0])",
@@ -62,5 +76,14 @@ class QLinearMatMul(OpDef):
         kernel.template = "c/qlinear_matmul.c.j2"
         kernel.data["aliases"] = [{"const": "const " if t is not y else "", "ctype": t.ctype, "alias": q.name,
                                    "name": t.name} for t, q in ((a, qa), (b, qb), (y, qy))]
-        kernel.helpers += [qz.HELPER, qz.ROUND_HELPER]
+        kernel.helpers += [qz.REQUANT_HELPER, qz.ROUND_HELPER]
         return kernel
+
+
+def qgemm_direct(k: KernelContext, checks: list, rows: CExpr, n: CExpr, kk: CExpr, a_index: str, b_index: str,
+                 a_zero: str, b_zero: str, bias: str, y_store: str) -> Kernel:
+    """The integer-only quantized matrix product (c/qgemm_direct.c.j2) of A (input 0) by B
+    (input 3) into the output; indices and zero points are C expressions of r, j and kk."""
+    return k.kernel("c/qgemm_direct.c.j2", checks=checks, ROWS=cexpr.lit(rows), N=cexpr.lit(n), K=cexpr.lit(kk),
+                    a=k.input(0).name, b=k.input(3).name, y=k.out.name, a_index=a_index, b_index=b_index,
+                    a_zero=a_zero, b_zero=b_zero, bias=bias, y_store=y_store)

@@ -138,6 +138,9 @@ class OpDef:
     # Control flow: the kernel allocates its outputs itself (their size is known only once it
     # ran) and reports the dims it computed.
     allocates_outputs: ClassVar[bool] = False
+    # Parameter names in generated code for an op ONNX has no schema of (else input0, ...).
+    formal_inputs: ClassVar[tuple[str, ...]] = ()
+    formal_outputs: ClassVar[tuple[str, ...]] = ()
 
     def infer(self, node: "Node", ctx: InferContext) -> list[tuple["DType", "Shape"]]:
         raise NotImplementedError(f"{type(self).__name__} has no shape inference")
