@@ -7,14 +7,16 @@ templates and assembles the entry point as a list of plain steps that the
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import onnx.defs
 
 from ..compiler import dtypes as dt
+from ..compiler.dims import _FOLD as _DIM_FOLD
 from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
@@ -49,6 +51,9 @@ class EmitOptions:
     # the weights file's bytes, which the caller binds at init.
     embedded: bool = False
     weights_file: str = "c"       # embedded builds: "c" (weights.c) or "bin" (weights.bin, bound at init)
+    # Embedded builds: symbolic input dims with a largest size (``--dim NAME<=MAX``). Values
+    # and scratch whose sizes depend on them get arena room for the bounds, checked at run time.
+    dim_bounds: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -189,12 +194,16 @@ class CEmitter:
         halves = sorted({v.name for v in g.values() if v.dtype is dt.FLOAT16})
         if halves:
             problems.append(f"float16 tensors, which C99 has no type for ({', '.join(repr(n) for n in halves[:3])})")
+        unknown = sorted(set(self.opt.dim_bounds) - {d for v in g.inputs if v.is_tensor for d in v.shape
+                                                      if isinstance(d, str)})
+        if unknown:
+            raise UnsupportedError(f"--dim {unknown[0]}<=MAX: the model has no symbolic input dim of that name")
         for v, info in zip([*g.inputs, *g.outputs], [*inputs, *outputs]):
-            symbols = [] if not v.is_tensor else [d for d in v.shape if not isinstance(d, int)]
+            symbols = [] if not v.is_tensor else [d for d in v.shape if self.dim_bound(d) is None]
             fixable = [d for d in symbols if g.dims.defs[d].kind == "input"]
             if fixable:
                 problems.append(f"{info['name']!r} has the symbolic dim {fixable[0]!r}: fix it with "
-                                f"--dim {fixable[0]}=SIZE")
+                                f"--dim {fixable[0]}=SIZE or bound it with --dim {fixable[0]}<=MAX")
             elif symbols or not v.is_tensor:
                 node = v.producer
                 where = f" of {node.op_type} {node.name!r}" if node is not None else ""
@@ -204,9 +213,27 @@ class CEmitter:
                                    + "; ".join(problems[:8]) + (" ..." if len(problems) > 8 else ""))
 
         def io(v: Value, info: dict[str, Any]) -> dict[str, Any]:
-            return {"name": c_string(info["name"]), "comment": comment(info["name"]), "ctype": v.dtype.c_type,
-                    "dtype": v.dtype.name, "dims": list(v.shape), "count": num_elements(v.shape),
-                    "bytes": self._nbytes_static(v)}
+            dims = [self.dim_bound(d) for d in v.shape]    # (the bounds of bounded dims)
+            shape = ", ".join(str(d) if isinstance(d, int) else f"{d}<={b}" for d, b in zip(v.shape, dims))
+            return {"name": c_string(info["name"]), "comment": comment(f"{info['name']}, {v.dtype.name}[{shape}]"),
+                    "ctype": v.dtype.c_type, "dtype": v.dtype.name, "dims": dims, "count": num_elements(dims),
+                    "bytes": num_elements(dims) * v.dtype.itemsize}
+
+        # Bounded dims: their sizes come at run time, in the order of --dim's names.
+        bounded, macro_names = [], set()
+        for i, (sym, most) in enumerate(sorted(self.opt.dim_bounds.items())):
+            positions, pos = [], 0
+            for v in g.inputs:
+                for d in v.shape:
+                    if d == sym:
+                        positions.append(pos)
+                    pos += 1
+            macro = re.sub(r"[^A-Za-z0-9_]", "_", sym).upper()[:32]
+            if not macro or macro in macro_names or not re.match(r"[A-Z_]", macro):
+                macro = f"{i}"
+            macro_names.add(macro)
+            bounded.append({"name": c_string(sym), "comment": comment(sym), "macro": macro, "max": most,
+                            "positions": positions})
 
         prefix = self.opt.prefix
         ins = [io(v, info) for v, info in zip(g.inputs, inputs)]
@@ -216,13 +243,14 @@ class CEmitter:
         weights_bytes = len(unit.weights) if weights_bin else sum(e["bytes"] for e in externals)
         data = {**data, "embedded": True, "inputs": ins, "outputs": outs, "externals": externals,
                 "weights_bytes": weights_bytes, "ctx_bytes": EMBEDDED_CTX_BYTES, "weights_bin": weights_bin,
-                "input_dims": [d for t in ins for d in t["dims"]], "output_dims": [d for t in outs for d in t["dims"]]}
+                "input_dims": [d for t in ins for d in t["dims"]], "output_dims": [d for t in outs for d in t["dims"]],
+                "bounded": bounded}
         banner = data["banner"]
         source = render(f"{self.template_dir}/model.c.j2", data)
         header = render(f"{self.template_dir}/embedded/model.h.j2",
                         {"prefix": prefix, "PREFIX": prefix.upper(), "banner": banner, "inputs": ins, "outputs": outs,
                          "arena_bytes": EMBEDDED_CTX_BYTES + data["arena_bytes"], "weights_bytes": weights_bytes,
-                         "weights_bin": weights_bin})
+                         "weights_bin": weights_bin, "bounded": bounded})
         weights = "" if weights_bin else render(f"{self.template_dir}/embedded/weights.c.j2",
                                                 {"prefix": prefix, "banner": banner, "externals": externals})
         if re.search(r"\b(malloc|calloc|realloc|free)\s*\(", source):
@@ -256,9 +284,11 @@ class CEmitter:
                 elif id(out) in outputs_of:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "output",
                                               output_index=outputs_of[id(out)][0])
-                elif out.static and not is_body and not node.impl.allocates_outputs and self.opt.memory != "heap":
+                elif (out.static or self._bounded_bytes(out) is not None) and not is_body \
+                        and not node.impl.allocates_outputs and self.opt.memory != "heap":
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "arena")
-                    static_buffers.append(memory.Buffer(id(out), self._nbytes_static(out), step_index,
+                    size = self._nbytes_static(out) if out.static else self._bounded_bytes(out)
+                    static_buffers.append(memory.Buffer(id(out), size, step_index,
                                                         last_use.get(id(out), step_index)))
                 else:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
@@ -482,8 +512,10 @@ class CEmitter:
                                    "bytes": self._nbytes_expr(v), "heap": loc.kind == "heap",
                                    "output": loc.output_index})
             elif loc.kind == "arena":
-                self.steps.append({"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type,
-                                   "offset": loc.offset})
+                step = {"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type, "offset": loc.offset}
+                if not v.static:   # room for the dims' bounds: the actual size must fit
+                    step["check"] = {"bytes": self._nbytes_expr(v), "room": self._bounded_bytes(v)}
+                self.steps.append(step)
 
         for pname, array in kernel.constants.items():
             v = Value(self.g.unique_name(f"{node.name or node.op_type}_{pname}"), dt.from_numpy(array.dtype),
@@ -515,10 +547,13 @@ class CEmitter:
         for s, size in scratch:
             var = f"{fname}_{s}"
             scratch_vars.append(var)
-            if isinstance(size, int):  # static scratch: the region after the planned arena, reused by every node
-                self.steps.append({"kind": "arena", "var": var, "ctype": "uint8_t",
-                                   "offset": f"ARENA_PLANNED + {offset}"})
-                offset += memory.aligned(size)
+            room = size if isinstance(size, int) else self._bounded_scratch(size)
+            if room is not None:  # static scratch: the region after the planned arena, reused by every node
+                step = {"kind": "arena", "var": var, "ctype": "uint8_t", "offset": f"ARENA_PLANNED + {offset}"}
+                if not isinstance(size, int):
+                    step["check"] = {"bytes": cexpr.lit(size), "room": room}
+                self.steps.append(step)
+                offset += memory.aligned(room)
             else:
                 self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: needs scratch memory of a run-time size")
                 heap_scratch.append(var)
@@ -607,6 +642,94 @@ class CEmitter:
     # --- sizes ---------------------------------------------------------------------
     def _nbytes_static(self, v: Value) -> int:
         return num_elements(v.shape) * v.dtype.itemsize
+
+    # --- bounded dims (embedded builds) ------------------------------------
+    def dim_bound(self, d) -> Optional[int]:
+        """The largest value dim ``d`` takes when the bounded input dims stay within their
+        bounds (None: not bounded). Sizes grow with their operands except through sub, mod
+        and data-dependent dims, which are not bounded; every use is also checked at run time."""
+        if isinstance(d, int):
+            return d
+        bounds = self.opt.dim_bounds
+        if not bounds or d not in self.g.dims.defs:
+            return None
+        spec = self.g.dims.defs[d]
+        if spec.kind == "input":
+            return bounds.get(d)
+        if spec.kind != "expr":
+            return None
+        a, b = spec.args
+        ba, bb = self.dim_bound(a), self.dim_bound(b)
+        if ba is None or bb is None:
+            return None
+        if spec.op in ("add", "mul", "max", "min"):
+            return {"add": ba + bb, "mul": ba * bb, "max": max(ba, bb), "min": min(ba, bb)}[spec.op]
+        if spec.op in ("floordiv", "ceildiv") and isinstance(b, int) and b > 0:
+            return ba // b if spec.op == "floordiv" else -(-ba // b)
+        if spec.op in ("same", "bcast"):
+            return max(ba, bb)
+        if spec.op == "sub" and isinstance(b, int):
+            return ba - b
+        return None
+
+    def _bounded_bytes(self, v: Value) -> Optional[int]:
+        """Bytes of ``v`` at the dims' bounds, where its dims are bounded (embedded builds)."""
+        if not self.opt.dim_bounds or not v.is_tensor or v.shape is None:
+            return None
+        dims = [self.dim_bound(d) for d in v.shape]
+        return None if any(d is None for d in dims) else num_elements(dims) * v.dtype.itemsize
+
+    def _bounded_scratch(self, size: str) -> Optional[int]:
+        """The largest value of a scratch size (a C expression of dim variables) over every size
+        of the bounded input dims it depends on (at their bounds where there are too many)."""
+        if not self.opt.dim_bounds:
+            return None
+        names = {self.dim_var(sym): sym for sym in self.g.dims.defs}
+        used = sorted(set(re.findall(r"\b[A-Za-z_]\w*\b", size)) & set(names))
+        if any(self.dim_bound(names[u]) is None for u in used):
+            return None
+        inputs = sorted({i for u in used for i in self._input_syms(names[u])})
+        try:
+            if np.prod([self.opt.dim_bounds[i] + 1 for i in inputs], dtype=float) > 4096:
+                return cexpr.evaluate(size, {u: self.dim_bound(names[u]) for u in used})
+            best = 0
+            for combo in itertools.product(*[range(self.opt.dim_bounds[i] + 1) for i in inputs]):
+                env = dict(zip(inputs, combo))
+                values = {u: self._dim_value(names[u], env) for u in used}
+                if any(v is None for v in values.values()):
+                    return cexpr.evaluate(size, {u: self.dim_bound(names[u]) for u in used})
+                best = max(best, cexpr.evaluate(size, values))
+            return best
+        except ValueError:
+            return None
+
+    def _input_syms(self, d) -> set[str]:
+        """The input dims symbol ``d`` is computed from."""
+        if isinstance(d, int):
+            return set()
+        spec = self.g.dims.defs[d]
+        if spec.kind == "input":
+            return {d}
+        return set().union(*[self._input_syms(a) for a in spec.args]) if spec.kind == "expr" else set()
+
+    def _dim_value(self, d, env: dict[str, int]) -> Optional[int]:
+        """Dim ``d`` for input dims ``env`` (None where it is not computable here)."""
+        if isinstance(d, int):
+            return d
+        spec = self.g.dims.defs[d]
+        if spec.kind == "input":
+            return env.get(d)
+        if spec.kind != "expr":
+            return None
+        a, b = (self._dim_value(x, env) for x in spec.args)
+        if a is None or b is None:
+            return None
+        if spec.op in ("same", "bcast"):
+            return max(a, b)
+        fold = _DIM_FOLD.get(spec.op)
+        if fold is None or (spec.op in ("floordiv", "ceildiv", "mod") and b == 0):
+            return None
+        return fold(a, b)
 
     def _nbytes_expr(self, v: Value) -> str:
         return cexpr.lit(cexpr.mul(v.dtype.itemsize, *[self.dim(d) for d in v.shape]))

@@ -42,9 +42,21 @@ def input_specs(manifest: dict) -> list[InputSpec]:
 
 # --- reading inputs -------------------------------------------------------------------------
 
-def parse_dims(items: Optional[Sequence[str]]) -> dict[str, int]:
+def parse_dims(items: Optional[Sequence[str]], bounds: Optional[dict[str, int]] = None) -> dict[str, int]:
+    """NAME=SIZE items; with ``bounds``, NAME<=MAX items go there."""
     dims: dict[str, int] = {}
     for item in items or []:
+        if bounds is not None and "<=" in item:
+            name, _, value = item.partition("<=")
+            try:
+                if not name or name in dims or name in bounds:
+                    raise ValueError
+                bounds[name] = int(value)
+                if bounds[name] < 1:
+                    raise ValueError
+            except ValueError:
+                raise CliError(f"--dim {item!r}: expected NAME<=MAX with a bound >= 1, once per name") from None
+            continue
         name, sep, value = item.partition("=")
         try:
             if not sep or not name:

@@ -71,11 +71,14 @@ def _compile(args: argparse.Namespace) -> int:
         raise CliError("--weights bin needs --target c")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", args.name):
         raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
-    dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim).items()))
+    bounds: dict[str, int] = {}
+    dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim, bounds).items()))
+    if bounds and args.target != "c":
+        raise CliError("--dim NAME<=MAX needs --target c (an artifact for this machine takes any size)")
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
                              march="" if args.portable or args.target == "c" else args.march, prefix=args.name,
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
-                             target=args.target, weights=args.weights)
+                             dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights)
     display = None
     if not args.quiet and (args.progress or stderr_is_tty()):
         display = Display(sys.stderr, live=stderr_is_tty())
@@ -463,7 +466,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --target c: the weights as constant arrays in weights.c (default), or as "
                         "weights.bin (little-endian) that the program loads and passes to NAME_init")
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
-                   help="fix a symbolic input dim (repeatable); --target c needs every dim fixed")
+                   help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "
+                        "or bounded: NAME<=MAX builds for every size up to MAX, the arena sized for MAX")
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     shown.add_argument("--progress", action="store_true",

@@ -45,6 +45,9 @@ class CompileOptions:
     # Symbolic input dims fixed by the caller: ("name" | "denotation", key, size); the code is
     # specialised for them (SessionOptions.add_free_dimension_override_by_*).
     dim_overrides: tuple[tuple[str, str, int], ...] = ()
+    # --target c: symbolic input dims the package serves up to a bound (name, max): the arena
+    # is planned for the bounds, the sizes are given at run time (NAME_run_dims).
+    dim_bounds: tuple[tuple[str, int], ...] = ()
     profile: bool = False                  # time each node inside the generated code
     # Intermediates: "arena" (one planned arena, buffers reused by liveness), "no_reuse" (the
     # arena without reuse) or "heap" (allocated per run: enable_cpu_mem_arena/mem_pattern off).
@@ -100,6 +103,8 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
         raise ValueError(f"unknown target {options.target!r} (native or c)")
     if options.weights not in ("c", "bin") or (options.weights == "bin" and options.target != "c"):
         raise ValueError("weights: 'c' or 'bin', and 'bin' only with --target c")
+    if options.dim_bounds and options.target != "c":
+        raise ValueError("dim_bounds: only with --target c")
     if options.target == "c" and (options.threads > 1 or options.inter_threads or options.profile or descs
                                   or options.memory != "arena"):
         raise ValueError("--target c builds run on one thread, without profiling, custom ops or heap memory")
@@ -128,7 +133,8 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,
                                           inter_threads=options.inter_threads, target=target,
-                                          embedded=embedded, weights_file=options.weights)).emit()
+                                          embedded=embedded, weights_file=options.weights,
+                                          dim_bounds=dict(options.dim_bounds))).emit()
     output_dir = os.fspath(output_dir)
     if embedded:
         return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,

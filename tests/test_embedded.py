@@ -377,3 +377,72 @@ def test_conformance_case_as_a_package(name, tmp_path):
         run_case_embedded(all_cases()[name], str(tmp_path / "pkg"))
     except UnsupportedError as e:
         pytest.skip(f"not embeddable: {str(e)[:160]}")
+
+
+# --- bounded dims -----------------------------------------------------------------------------------------
+
+BOUNDED_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "model.h"
+static uint64_t arena[(KWS_ARENA_BYTES + 7u) / 8u];
+static float x[KWS_INPUT_0_COUNT], y[KWS_OUTPUT_0_COUNT];
+int main(int argc, char **argv)
+{
+    const int64_t n = argc > 2 ? atoll(argv[1]) : 0;
+    int64_t dims[KWS_DIM_COUNT];
+    const void *inputs[1] = { x };
+    void *outputs[1] = { y };
+    FILE *f = fopen(argv[2], "rb");
+    size_t count = (size_t)n * (KWS_INPUT_0_COUNT / KWS_DIM_N_MAX), i;
+    if (f == NULL || fread(x, sizeof x[0], count, f) != count)
+        return 2;
+    fclose(f);
+    for (i = 0; i < KWS_OUTPUT_0_COUNT; ++i)
+        y[i] = 12345.0f;   /* what the run must leave alone beyond n rows */
+    kws_init(arena);
+    dims[KWS_DIM_N] = n;
+    if (kws_run_dims(arena, dims, inputs, outputs) != 0) {
+        printf("error: %s\n", kws_error(arena));
+        return 0;
+    }
+    for (i = 0; i < KWS_OUTPUT_0_COUNT; ++i)
+        printf("%.9g\n", (double)y[i]);
+    return 0;
+}
+"""
+
+
+def test_bounded_dim_serves_every_size_up_to_its_bound(tmp_path):
+    """--dim N<=4: one package runs batches of 1 to 4 (each equal to onnxruntime), refuses 5,
+    and its arena holds a batch of 4."""
+    model = cnn_model()
+    folder = package(tmp_path, model, "kws", "--dim", "N<=4")
+    header = open(os.path.join(folder, "model.h")).read()
+    assert "#define KWS_DIM_N_MAX 4" in header and "#define KWS_INPUT_0_DIMS { 4, 1, 49, 10 }" in header
+    make(folder)
+    main_c = tmp_path / "bounded.c"
+    main_c.write_text(BOUNDED_MAIN)
+    exe = str(tmp_path / "bounded")
+    subprocess.run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I", folder, str(main_c),
+                    os.path.join(folder, "libkws.a"), "-lm", "-o", exe], check=True)
+    x = RNG.standard_normal((5, 1, 49, 10)).astype(np.float32)
+    x.tofile(str(tmp_path / "x.bin"))
+    for n in (1, 3, 4):
+        out = subprocess.run([exe, str(n), str(tmp_path / "x.bin")], capture_output=True, text=True, check=True).stdout
+        got = parse_outputs("# output 0\n" + out)[0]
+        assert_outputs([got[:n * 12]], run_ort(model, {"x": x[:n]}))
+        assert np.all(got[n * 12:] == 12345.0)
+    out = subprocess.run([exe, "5", str(tmp_path / "x.bin")], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("error: a dim beyond its bound: N")
+    fixed = package(tmp_path / "fixed", model, "kws", "--dim", "N=4")
+    fixed_arena = int(re.search(r"KWS_ARENA_BYTES (\d+)u", open(os.path.join(fixed, "model.h")).read()).group(1))
+    arena = int(re.search(r"KWS_ARENA_BYTES (\d+)u", header).group(1))
+    assert fixed_arena <= arena
+
+
+def test_bounded_dim_must_name_an_input_dim(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(cnn_model(), str(path))
+    assert cli_main(["compile", str(path), "--target", "c", "--dim", "batch<=4", "-o", str(tmp_path / "p"), "-q"]) != 0
+    assert cli_main(["compile", str(path), "--dim", "N<=4", "-o", str(tmp_path / "q"), "-q"]) != 0
