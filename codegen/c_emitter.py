@@ -106,6 +106,7 @@ class CEmitter:
     """Emits one graph as a function of steps: the model's entry point, or (for a
     control-flow body) a static function with the same calling convention."""
     template_dir = "c"
+    source_template = "c/model.c.j2"
 
     def __init__(self, graph: Graph, options: EmitOptions, unit: _Unit | None = None,
                  entry_inputs: list[Value] | None = None, outer_ready: frozenset = frozenset(),
@@ -147,8 +148,7 @@ class CEmitter:
             helpers.insert(0, "c/helpers/sequence.c.j2")
         if used_types & set(dt.MINIFLOATS):
             helpers.insert(0, "c/helpers/minifloat.c.j2")
-        helper_data = {**minifloat.helper_data(used_types), "winograd": _winograd.helper_data(),
-                       "embedded": self.opt.embedded}
+        helper_data = self._helper_data(used_types)
         data = {
             "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
                        "graph": comment(g.name)},
@@ -166,15 +166,15 @@ class CEmitter:
             "threads": max(int(self.opt.threads), 1),
             "profile_max_dims": PROFILE_MAX_DIMS,
             "embedded": False,
+            "cuda": False,
         }
         inputs = [self._io_info(v, v.name) for v in g.inputs]
         outputs = [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)]
         functions = sum(1 for f in unit.functions if f["kind"] == "node")
         if self.opt.embedded:
             return self._emit_embedded(data, inputs, outputs, functions)
-        source = render(f"{self.template_dir}/model.c.j2", data)
-        header = render(f"{self.template_dir}/model.h.j2", {"prefix": self.opt.prefix,
-                                                           "banner": data["banner"]})
+        source = render(self.source_template, self._template_data(data))
+        header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"]})
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
                       inputs, outputs, functions,
                       {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
@@ -347,6 +347,15 @@ class CEmitter:
         shape = [d if isinstance(d, int) or self.g.dims.defs[d].kind == "input" else None for d in v.shape]
         return {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": "tensor"}
 
+    def _helper_data(self, used_types: set) -> dict[str, Any]:
+        """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""
+        return {**minifloat.helper_data(used_types), "winograd": _winograd.helper_data(),
+                "embedded": self.opt.embedded}
+
+    def _template_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The translation unit's template data (a backend adds its own)."""
+        return data
+
     # --- inputs and dims --------------------------------------------------
     def _bind_inputs(self) -> None:
         pos = 0
@@ -484,12 +493,18 @@ class CEmitter:
                 + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
                 + [f"int64_t *restrict {p}" for p in data_params]
             self.unit.functions.append({"kind": "node", "name": fname + "_shape", "comment": label + " (output shape)",
-                                   "types": types, "params": fparams, "body": body})
+                                        "types": types, "params": fparams, "body": body, "host": True,
+                                        "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
             for s in data_syms:
                 self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
             args = ["ctx"] + dims + [self._loc(v).var for _, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
-            self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label})
+            # (a CUDA build runs it on the host, on host copies of the tensors it reads)
+            stage = [{"bytes": self._nbytes_expr(v), "ctype": t.ctype, "var": self._loc(v).var} for t, v in used]
+            host_args = ["ctx"] + dims + [f"(const {t.ctype} *)staged{i}" for i, (t, _) in enumerate(used)] \
+                + ["&" + self.dim_var(s) for s in data_syms]
+            self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label, "host": True,
+                               "stage": stage, "host_args": host_args})
             self._dims_ready.update(data_syms)
 
         if self_alloc:
@@ -542,7 +557,8 @@ class CEmitter:
             + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
             + out_params + [f"void *restrict {s}" for s, _ in scratch]
         self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
-                                    "params": fparams, "body": body})
+                                    "params": fparams, "body": body,
+                                    "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
         scratch_vars, heap_scratch, offset = [], [], self._scratch_base
         for s, size in scratch:
             var = f"{fname}_{s}"

@@ -17,9 +17,10 @@ from typing import Any, Optional
 
 from . import __version__
 from .codegen import embedded as embedded_package
-from .codegen.c_emitter import CEmitter, EmitOptions
+from .codegen.c_emitter import CEmitter, CModel, EmitOptions
+from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
-from .codegen.toolchain import GEMM_TILE, Toolchain
+from .codegen.toolchain import GEMM_TILE, CudaToolchain, Toolchain
 from .compiler import frontend
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
@@ -61,7 +62,9 @@ class CompileOptions:
     # the arrays themselves travel in ``initializers`` (not part of the key).
     initializer_digests: tuple[tuple[str, str], ...] = ()
 
-    def toolchain(self) -> Toolchain:
+    def toolchain(self) -> Toolchain | CudaToolchain:
+        if self.target == "cuda":
+            return CudaToolchain(archs=self.cuda_archs, emulate=self.cuda_emulate)
         extra = list(self.extra_cflags) + (["-fopenmp"] if self.threads > 1 or self.inter_threads > 0 else [])
         return Toolchain(opt=self.opt, march=self.march, extra=extra)
 
@@ -75,6 +78,12 @@ class CompileOptions:
     # --target c: the weights as typed arrays in weights.c ("c"), or as weights.bin that the
     # caller loads and hands to <name>_init ("bin", little-endian values).
     weights: str = "c"
+    # target "cuda": the device (CUDAExecutionProvider's device_id), the GPU architectures nvcc
+    # builds for (the GPU present, or sm_80 and sm_90 when none is), and host emulation of the
+    # CUDA runtime instead of nvcc (tests on machines without a GPU: the same source, run on the CPU).
+    cuda_device: int = 0
+    cuda_archs: tuple[str, ...] = ("sm_80", "sm_90")
+    cuda_emulate: bool = False
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
 
     def key(self) -> str:
@@ -98,9 +107,21 @@ def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
         return _compile(source, output_dir, options, command, descs)
 
 
-def _compile(source, output_dir, options: CompileOptions, command: Optional[str], descs: list) -> dict[str, Any]:
-    if options.target not in ("native", "c"):
-        raise ValueError(f"unknown target {options.target!r} (native or c)")
+def generate_source(source: frontend.ModelSource, options: Optional[CompileOptions] = None,
+                    command: Optional[str] = None) -> CModel:
+    """What compile_model writes, without writing or building it: the generated translation
+    unit, header and weights (e.g. to check a CUDA build with nvcc on a machine without a GPU)."""
+    options = options or CompileOptions()
+    descs = [d for path, _ in options.custom_ops for d in custom_op_library.describe(path)]
+    with registry.extra_ops(custom_registrations(descs)):
+        return _compile(source, None, options, command, descs)
+
+
+def _compile(source, output_dir, options: CompileOptions, command: Optional[str], descs: list) -> Any:
+    if options.target not in ("native", "c", "cuda"):
+        raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
+    if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile or descs):
+        raise ValueError("CUDA builds run without host threads, profiling or custom ops")
     if options.weights not in ("c", "bin") or (options.weights == "bin" and options.target != "c"):
         raise ValueError("weights: 'c' or 'bin', and 'bin' only with --target c")
     if options.dim_bounds and options.target != "c":
@@ -122,30 +143,36 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                  disabled=set(options.disabled_passes), target=options.target)
     toolchain = options.toolchain()
     embedded = options.target == "c"
+    cuda = options.target == "cuda"
     # a package is portable C: its packed weights fit the scalar micro-kernel on any compiler
-    mr, nr = GEMM_TILE["" if embedded else toolchain.simd()]
+    mr, nr = GEMM_TILE["" if embedded or cuda else toolchain.simd()]
     target = Target(gemm_mr=mr, gemm_nr=nr, prepack=options.optimization_level >= 99,
                     # (not in a package: its transformed filters take 1.8-4x the weights' memory)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
-                    and "conv_winograd" not in options.disabled_passes and not embedded,
+                    and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded)
-    emitted = CEmitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
+    emitter = CudaEmitter if cuda else CEmitter
+    extra = {"device": options.cuda_device} if cuda else {}
+    emitted = emitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,
                                           inter_threads=options.inter_threads, target=target,
                                           embedded=embedded, weights_file=options.weights,
-                                          dim_bounds=dict(options.dim_bounds))).emit()
+                                          dim_bounds=dict(options.dim_bounds)), **extra).emit()
+    if output_dir is None:
+        return emitted
     output_dir = os.fspath(output_dir)
     if embedded:
         return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,
                                               graph.name)
     os.makedirs(output_dir, exist_ok=True)
-    files = {"model.c": emitted.source, "model.h": emitted.header}
+    source_name = "model.cu" if cuda else "model.c"
+    files = {source_name: emitted.source, "model.h": emitted.header}
     for name, text in files.items():
         _write_atomic(os.path.join(output_dir, name), text.encode())
     _write_atomic(os.path.join(output_dir, WEIGHTS), emitted.weights)
     lib_tmp = os.path.join(output_dir, f".{LIBRARY}.{os.getpid()}.tmp")
-    toolchain.build_shared(os.path.join(output_dir, "model.c"), lib_tmp)
+    toolchain.build_shared(os.path.join(output_dir, source_name), lib_tmp)
     os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -161,6 +188,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
         "functions": emitted.functions,
         "meta": dataclasses.asdict(graph.meta),
         "toolchain": toolchain.identity(),
+        "device": "cuda" if cuda else "cpu",
         "options": json.loads(options.key()),
     }
     manifest.update(emitted.extra)   # profile_nodes in profiling builds

@@ -14,9 +14,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..compiler import dtypes as dt
-from ..compiler.errors import InvalidArgument, RuntimeFailure
+from ..compiler.errors import CompileError, InvalidArgument, RuntimeFailure, UnsupportedError
 from ..driver import CompileOptions, compile_model
-from . import cache
+from . import cache, cuda
 from .loader import CompiledModel, read_manifest
 from .options import Env, RunOptions, SessionOptions, usable_cores
 from .ortvalue import IOBinding, OrtValue
@@ -36,11 +36,11 @@ def set_default_logger_severity(level: int) -> None:
     log.setLevel(_LEVELS[level])
 
 CPU = "CPUExecutionProvider"
-_KNOWN_PROVIDERS = (CPU,)
+_KNOWN_PROVIDERS = ("CUDAExecutionProvider", CPU)
 
 
 def get_available_providers() -> list[str]:
-    return [CPU]
+    return [cuda.CUDA, CPU] if cuda.usable() else [CPU]
 
 
 def get_all_providers() -> list[str]:
@@ -110,17 +110,12 @@ class InferenceSession:
         if int(so.execution_order) != 0:
             warnings.warn("execution_order: onnxc runs nodes in the graph's topological order (levels of "
                           "independent nodes together with ORT_PARALLEL); other orders are not offered", stacklevel=2)
-        self._providers = self._resolve_providers(providers)
+        self._providers, self._cuda = self._resolve_providers(providers, provider_options)
         self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
         self._source = path_or_bytes
         self._pruned: dict[tuple[str, ...], CompiledModel] = {}
-        if self._model_path is not None and os.path.isdir(self._model_path):
-            folder = os.fspath(self._model_path)
-            read_manifest(folder)
-        else:
-            folder = self._compile_cached(path_or_bytes, self._compile_options())
-        self._model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries))
-        self._folder = folder
+        self._load()
+        folder = self._folder
         if self._sess_options.optimized_model_filepath:
             if self._model_path is not None and os.path.isdir(self._model_path):
                 raise InvalidArgument("optimized_model_filepath needs an ONNX model, not a compiled artifact")
@@ -148,6 +143,37 @@ class InferenceSession:
             self._profiler.session_event("session_initialization", init_start, time.monotonic_ns())
 
     # --- construction ---------------------------------------------------------
+    def _load(self) -> None:
+        """Compile (or find in the cache) and load the model for the session's providers."""
+        if self._cuda is not None and self._sess_options.enable_profiling:
+            warnings.warn("CUDAExecutionProvider: profiling runs the model on CPUExecutionProvider", stacklevel=3)
+            self._providers, self._cuda = [CPU], None
+        path = self._model_path
+        if path is not None and os.path.isdir(path):
+            folder = os.fspath(path)
+            if read_manifest(folder).get("device") == "cuda":
+                self._providers, self._cuda = [cuda.CUDA, CPU], self._cuda or {}
+        else:
+            try:
+                folder = self._compile_cached(self._source, self._compile_options())
+            except (UnsupportedError, CompileError) as e:
+                if self._cuda is None:
+                    raise
+                # as onnxruntime places nodes no CUDA kernel takes on the CPU: here the whole model
+                warnings.warn(f"CUDAExecutionProvider cannot run this model ({e}); it runs on "
+                              "CPUExecutionProvider", stacklevel=3)
+                self._log.warning("CUDA build refused, running on the CPU: %s", e)
+                self._providers, self._cuda = [CPU], None
+                folder = self._compile_cached(self._source, self._compile_options())
+        self._model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries))
+        self._folder = folder
+        limit = (self._cuda or {}).get("gpu_mem_limit", 0)
+        if self._cuda is not None and limit:
+            need = int(self._model.manifest["arena_bytes"]) + os.path.getsize(os.path.join(folder, "weights.bin"))
+            if need > limit:
+                raise RuntimeFailure(f"CUDAExecutionProvider: the model needs {need} bytes of device memory "
+                                     f"(arena and weights), over gpu_mem_limit {limit}")
+
     def _compile_options(self) -> CompileOptions:
         overrides = tuple(sorted((kind, key, size) for (kind, key), size
                                  in self._sess_options.free_dimension_overrides.items()))
@@ -163,12 +189,20 @@ class InferenceSession:
                                for name, a in inits.items()))
         from . import custom_ops
         libraries = tuple((path, custom_ops.digest(path)) for path in so.custom_ops_libraries)
-        return CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
-                              dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
-                              initializer_digests=digests, initializers=inits or None, custom_ops=libraries,
-                              threads=int(so.intra_op_num_threads) or usable_cores(),
-                              inter_threads=(int(so.inter_op_num_threads) or usable_cores())
-                              if int(so.execution_mode) == 1 else 0)
+        options = CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
+                                 dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
+                                 initializer_digests=digests, initializers=inits or None, custom_ops=libraries,
+                                 threads=int(so.intra_op_num_threads) or usable_cores(),
+                                 inter_threads=(int(so.inter_op_num_threads) or usable_cores())
+                                 if int(so.execution_mode) == 1 else 0)
+        return dataclasses.replace(options, **self._cuda_compile_options())
+
+    def _cuda_compile_options(self) -> dict[str, Any]:
+        if self._cuda is None:
+            return {}
+        device = int(self._cuda.get("device_id", 0))
+        return {"target": "cuda", "threads": 1, "inter_threads": 0, "profile": False, "cuda_device": device,
+                "cuda_archs": cuda.archs(device), "cuda_emulate": cuda.emulated()}
 
     def _save_optimized(self, source: Any, path: str) -> None:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""
@@ -199,15 +233,29 @@ class InferenceSession:
         return cache.get_or_build(key, lambda tmp: compile_model(source, tmp, options))
 
     @staticmethod
-    def _resolve_providers(providers: Optional[Sequence[Any]]) -> list[str]:
+    def _resolve_providers(providers: Optional[Sequence[Any]],
+                           provider_options: Optional[Sequence[dict]] = None) -> tuple[list[str], Optional[dict]]:
+        """The providers that run the session, and the CUDA provider's options when it is one
+        of them. As onnxruntime: a provider may come with its options as a (name, dict) pair or
+        in ``provider_options``; one not available here warns, and the CPU provider runs."""
         if not providers:
-            return [CPU]
+            return [CPU], None
         names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers]
+        given = [p[1] if isinstance(p, (tuple, list)) and len(p) > 1 else {} for p in providers]
+        if provider_options is not None:
+            if len(provider_options) != len(names):
+                raise InvalidArgument("provider_options must have one dict per provider")
+            given = [dict(o or {}) for o in provider_options]
+        available = get_available_providers()
         for name in names:
-            if name not in _KNOWN_PROVIDERS:
+            if name not in available:
+                reason = " (no CUDA GPU, driver or nvcc on this machine)" if name == cuda.CUDA else ""
                 warnings.warn(f"Specified provider '{name}' is not in available provider names."
-                              f"Available providers: '{', '.join(get_available_providers())}'")
-        return [CPU]
+                              f"Available providers: '{', '.join(available)}'{reason}", stacklevel=3)
+        if cuda.CUDA in names and cuda.CUDA in available and names.index(cuda.CUDA) <= (
+                names.index(CPU) if CPU in names else len(names)):
+            return [cuda.CUDA, CPU], cuda.parse_options(given[names.index(cuda.CUDA)])
+        return [CPU], None
 
     # --- introspection --------------------------------------------------------------
     def get_inputs(self) -> list[NodeArg]:
@@ -226,8 +274,12 @@ class InferenceSession:
 
     def set_providers(self, providers: Optional[Sequence[Any]] = None,
                       provider_options: Optional[Sequence[dict]] = None) -> None:
-        """As in onnxruntime: unknown providers warn; the CPU provider runs the model."""
-        self._providers = self._resolve_providers(providers)
+        """As in onnxruntime: unknown providers warn; a change of device rebuilds the session's model."""
+        before = (self._providers, self._cuda)
+        self._providers, self._cuda = self._resolve_providers(providers, provider_options)
+        if (self._providers, self._cuda) != before:
+            self._pruned.clear()
+            self._load()
 
     def get_provider_graph_assignment_info(self) -> list["AssignedSubgraph"]:
         """Which nodes each provider runs (every node: the CPU provider), when the session config
@@ -236,13 +288,19 @@ class InferenceSession:
             raise InvalidArgument("set the session config entry session.record_ep_graph_assignment_info to 1 "
                                   "to record provider assignments")
         nodes = [AssignedNode(n["name"], n["op"], n["domain"]) for n in self._model.manifest.get("nodes", [])]
-        return [AssignedSubgraph(CPU, nodes)]
+        return [AssignedSubgraph(self._providers[0], nodes)]
 
     def get_providers(self) -> list[str]:
         return list(self._providers)
 
     def get_provider_options(self) -> dict[str, dict]:
-        return {p: {} for p in self._providers}
+        """Each provider's options as strings, as onnxruntime reports them."""
+        out: dict[str, dict] = {p: {} for p in self._providers}
+        if self._cuda is not None:
+            out[cuda.CUDA] = {"device_id": "0", "gpu_mem_limit": str(2**64 - 1),
+                              "arena_extend_strategy": "kNextPowerOfTwo",
+                              **{k: str(v) for k, v in self._cuda.items()}}
+        return out
 
     def get_session_options(self) -> SessionOptions:
         return self._sess_options

@@ -89,7 +89,7 @@ class QGemm(OpDef):
             store = qz.requant("(int32_t)acc", y, f"{k.input(8).name}[0]", bits, column, runtime)
         else:
             scale = _output_scale(k, alpha, k.input(1), b_scale, y_scale)
-            store = f"(float)(int32_t)acc * " + (f"{scale}[{column}]" if scale else f"({runtime})")
+            store = "(float)(int32_t)acc * " + (f"{scale}[{column}]" if scale else f"({runtime})")
         kernel = qgemm_direct(k, checks, m, n, kk,
                               f"kk * {cexpr.lit(m)} + r" if trans_a else f"r * {cexpr.lit(kk)} + kk",
                               f"j * {cexpr.lit(kk)} + kk" if trans_b else f"kk * {cexpr.lit(n)} + j",

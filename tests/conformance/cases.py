@@ -86,11 +86,11 @@ def _as_array(value: Any) -> Any:
     return value
 
 
-def run_case(case: Any, workdir: str, opt: str = "-O3") -> None:
+def run_case(case: Any, workdir: str, opt: str = "-O3", **compile_options: Any) -> None:
     """Compile, load and run one case; raises on any failure or mismatch."""
     import onnxc
     from onnxc.driver import CompileOptions
-    options = CompileOptions(opt=opt, check_ir=True)
+    options = CompileOptions(opt=opt, check_ir=True, **compile_options)
     onnxc.compile_model(case.model, workdir, options, command=f"onnxc compile {case.name}")
     sess = onnxc.InferenceSession(workdir)
     initializers = {i.name for i in case.model.graph.initializer}

@@ -1,0 +1,85 @@
+"""The CUDA backend: the C emitter's translation unit with its node functions compiled as
+device functions (``templates/cuda/model.cu.j2`` extends ``c/model.c.j2``).
+
+What differs from the C build is data and a few overrides: every constant goes to the weights,
+which a session copies to the device once; inputs are copied to the device after their dims
+are bound; outputs are computed in device memory and copied back at the end of a run; heap
+values and scratch come from cudaMalloc. Each node function is launched by a kernel of its own
+in stream order. What cannot run there (strings, sequences, control flow, shapes computed from
+data, custom ops) raises UnsupportedError naming the nodes, and the session runs the model on
+the CPU instead.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..compiler import dtypes as dt
+from ..compiler.errors import UnsupportedError
+from ..compiler.ir import Value
+from .c_emitter import WEIGHT_ALIGN, CEmitter, CModel, _ctype, _Loc
+
+
+class CudaEmitter(CEmitter):
+    source_template = "cuda/model.cu.j2"
+
+    def __init__(self, *args: Any, device: int = 0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.device = device
+
+    def emit(self) -> CModel:
+        if self.opt.profile or self.opt.inter_threads or self.opt.embedded:
+            raise UnsupportedError("CUDA builds do not profile nodes or run them on host threads")
+        problems = []
+        for v in self.g.values():
+            if v.dtype is dt.STRING:
+                problems.append(f"string tensor {v.name!r}")
+            elif not v.is_tensor:
+                problems.append(f"{v.kind} value {v.name!r}")
+        for node in self.g.nodes:
+            if node.subgraphs:
+                problems.append(f"control flow ({node.op_type} {node.name!r})")
+            elif node.impl.allocates_outputs:
+                problems.append(f"outputs allocated by the kernel ({node.op_type} {node.name!r})")
+            elif node.domain not in ("", "ai.onnx", "com.microsoft", "onnxc") and "custom" in type(node.impl).__name__.lower():
+                problems.append(f"custom op {node.op_type} {node.name!r}")
+        if problems:
+            raise UnsupportedError("not on the GPU: " + "; ".join(dict.fromkeys(problems[:6]))
+                                   + (" ..." if len(problems) > 6 else ""))
+        return super().emit()
+
+    def _helper_data(self, used_types: set) -> dict[str, Any]:
+        return {**super()._helper_data(used_types), "embedded": True}   # portable C on the device
+
+    def _template_data(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "cuda": True, "cuda_device": int(self.device)}
+
+    def _output_slots(self) -> dict[int, list[int]]:
+        return {}   # outputs are computed on the device and copied back
+
+    def _place_const(self, v: Value) -> None:
+        """Every constant in the weights: the device reads them from its copy."""
+        if id(v) in self.unit.const_locs:
+            return
+        if v.dtype is dt.STRING:
+            raise UnsupportedError(f"not on the GPU: string constant {v.name!r}")
+        raw = np.asarray(v.const, order="C").tobytes()
+        weights = self.unit.weights
+        weights.extend(b"\0" * ((-len(weights)) % WEIGHT_ALIGN))
+        offset = len(weights)
+        weights.extend(raw)
+        self.unit.const_locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset, ctype=v.dtype.c_type)
+
+    def _bind_inputs(self) -> None:
+        super()._bind_inputs()
+        if self.is_body:
+            return
+        for v in self.entry_inputs:
+            loc = self.locs[id(v)]
+            self.steps.append({"kind": "to_device", "var": loc.var, "ctype": _ctype(v), "bytes": self._nbytes_expr(v)})
+
+    def emit_function(self) -> dict[str, Any]:
+        body = super().emit_function()
+        body["device_inputs"] = [st["var"] for st in self.steps if st["kind"] == "to_device"]
+        return body

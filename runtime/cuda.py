@@ -1,0 +1,106 @@
+"""CUDAExecutionProvider: whether this machine can run onnxc's CUDA builds, for which GPU
+architectures to build, and the provider options onnxruntime takes.
+
+A session asks for it as onnxruntime's does (``providers=["CUDAExecutionProvider",
+"CPUExecutionProvider"]``). Without a CUDA driver and GPU (or without nvcc to build for it)
+the session warns and runs on the CPU, as onnxruntime does. ``ONNXC_CUDA_EMULATE=1`` builds
+the CUDA source with the host compiler instead and runs it on the CPU with the CUDA runtime
+emulated: that is how machines without a GPU test the CUDA build's code.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import shutil
+import warnings
+from typing import Any
+
+CUDA = "CUDAExecutionProvider"
+EMULATE_ENV = "ONNXC_CUDA_EMULATE"
+DEFAULT_ARCHS = ("sm_80", "sm_90")
+
+# onnxruntime's CUDA provider options: name -> type. Those onnxc honours are in HONOURED;
+# the others are accepted and have no effect (say why in docs/cuda.md).
+OPTIONS: dict[str, type] = {
+    "device_id": int, "gpu_mem_limit": int, "arena_extend_strategy": str, "cudnn_conv_algo_search": str,
+    "do_copy_in_default_stream": int, "cudnn_conv_use_max_workspace": int, "cudnn_conv1d_pad_to_nc1d": int,
+    "enable_cuda_graph": int, "enable_skip_layer_norm_strict_mode": int, "prefer_nhwc": int, "use_tf32": int,
+    "tunable_op_enable": int, "tunable_op_tuning_enable": int, "tunable_op_max_tuning_duration_ms": int,
+    "has_user_compute_stream": int, "user_compute_stream": str, "use_ep_level_unified_stream": int,
+    "gpu_external_alloc": str, "gpu_external_free": str, "gpu_external_empty_cache": str,
+    "sdpa_kernel": int, "fuse_conv_bias": int,
+}
+HONOURED = ("device_id", "gpu_mem_limit")
+ARENA_STRATEGIES = ("kNextPowerOfTwo", "kSameAsRequested")
+
+
+def emulated() -> bool:
+    return os.environ.get(EMULATE_ENV, "") == "1"
+
+
+@functools.lru_cache(maxsize=None)
+def _driver() -> Any:
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        if lib.cuInit(0) == 0:
+            return lib
+    return None
+
+
+def device_count() -> int:
+    """CUDA GPUs the driver sees (0 without a driver)."""
+    lib = _driver()
+    if lib is None:
+        return 0
+    count = ctypes.c_int(0)
+    return count.value if lib.cuDeviceGetCount(ctypes.byref(count)) == 0 else 0
+
+
+def usable() -> bool:
+    """Whether a session can run CUDA builds here: a GPU, its driver and nvcc; or emulation."""
+    if emulated():
+        return True
+    from ..codegen.toolchain import _nvcc
+    nvcc = _nvcc()
+    return device_count() > 0 and (os.path.isfile(nvcc) or shutil.which(nvcc) is not None)
+
+
+def archs(device: int = 0) -> tuple[str, ...]:
+    """The GPU architectures to build for: the device's own, or sm_80 and sm_90 without one."""
+    lib = _driver()
+    if lib is None or device >= device_count():
+        return DEFAULT_ARCHS
+    dev, major, minor = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+    if lib.cuDeviceGet(ctypes.byref(dev), device) != 0:
+        return DEFAULT_ARCHS
+    lib.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)   # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+    lib.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)   # ..._MINOR
+    return (f"sm_{major.value}{minor.value}",) if major.value else DEFAULT_ARCHS
+
+
+def parse_options(options: dict | None) -> dict[str, Any]:
+    """Provider options as onnxruntime takes them (values may be strings): checked and typed;
+    unknown names warn."""
+    out: dict[str, Any] = {}
+    for name, value in (options or {}).items():
+        kind = OPTIONS.get(name)
+        if kind is None:
+            warnings.warn(f"CUDAExecutionProvider: unknown provider option {name!r} is ignored", stacklevel=4)
+            continue
+        try:
+            out[name] = kind(value) if kind is not int else int(str(value), 0)
+        except ValueError:
+            from ..compiler.errors import InvalidArgument
+            raise InvalidArgument(f"CUDAExecutionProvider option {name}={value!r}: expected {kind.__name__}") from None
+    if out.get("device_id", 0) < 0:
+        from ..compiler.errors import InvalidArgument
+        raise InvalidArgument(f"CUDAExecutionProvider option device_id={out['device_id']}: must be >= 0")
+    if "arena_extend_strategy" in out and out["arena_extend_strategy"] not in ARENA_STRATEGIES + ("0", "1"):
+        from ..compiler.errors import InvalidArgument
+        raise InvalidArgument(f"arena_extend_strategy {out['arena_extend_strategy']!r}: one of "
+                              f"{', '.join(ARENA_STRATEGIES)}")
+    return out

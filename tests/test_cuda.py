@@ -1,0 +1,176 @@
+"""The CUDA build (CUDAExecutionProvider): templates/cuda/model.cu.j2 over the C emitter.
+
+Without a GPU (CI has none) the tests check what can be checked: the session falls back to
+the CPU with onnxruntime's warning; provider options are checked; the CUDA source of the ONNX
+conformance cases compiles with nvcc, warnings as errors; and the same source, built with the
+host compiler and the CUDA runtime emulated (ONNXC_CUDA_EMULATE=1), gives the cases' expected
+outputs. Tests marked ``gpu`` run only where a GPU is (see benchmarks/gpu_check.py).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import zlib
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import onnxc
+from helpers import make_model, run_ort
+from onnxc.runtime import cuda
+
+CUDA = "CUDAExecutionProvider"
+def _has_nvcc() -> bool:
+    from onnxc.codegen.toolchain import _nvcc
+    return os.path.isfile(_nvcc()) or shutil.which(_nvcc()) is not None
+
+
+needs_nvcc = pytest.mark.skipif(not _has_nvcc(), reason="needs nvcc (the CUDA toolkit)")
+gpu = pytest.mark.skipif(cuda.device_count() == 0, reason="needs a CUDA GPU")
+
+
+def small_cnn(seed: int = 0) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
+    fc = (rng.standard_normal((8 * 4 * 4, 5)) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["f"]),
+             helper.make_node("MatMul", ["f", "fc"], ["m"]),
+             helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
+    return make_model(nodes, [("x", TP.FLOAT, ["N", 3, 8, 8])], [("y", TP.FLOAT, ["N", 5])],
+                      [numpy_helper.from_array(w, "w"), numpy_helper.from_array(fc, "fc")], opset=17)
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    monkeypatch.setenv(cuda.EMULATE_ENV, "1")
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.delenv(cuda.EMULATE_ENV, raising=False)
+    monkeypatch.setattr(cuda, "device_count", lambda: 0)
+
+
+def test_without_a_gpu_the_session_warns_and_runs_on_the_cpu(no_gpu):
+    model = small_cnn()
+    with pytest.warns(UserWarning, match="Specified provider 'CUDAExecutionProvider' is not in available provider names"):
+        sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA, "CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    assert onnxc.get_available_providers() == ["CPUExecutionProvider"]
+    x = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], run_ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_emulated_cuda_build_matches_onnxruntime(emulated):
+    model = small_cnn()
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"device_id": "0"})])
+    assert sess.get_providers() == [CUDA, "CPUExecutionProvider"]
+    assert sess.get_provider_options()[CUDA]["device_id"] == "0"
+    assert onnxc.get_available_providers()[0] == CUDA
+    assert os.path.isfile(os.path.join(sess._folder, "model.cu"))
+    for n in (1, 3):
+        x = np.random.default_rng(n).standard_normal((n, 3, 8, 8)).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], run_ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_emulated_cuda_build_reports_a_kernel_failure(emulated):
+    """A node that fails on the device (an index out of range) fails the run with its message,
+    read back from the device's context; the next good run works."""
+    node = helper.make_node("Gather", ["x", "i"], ["y"], axis=0)
+    model = make_model([node], [("x", TP.FLOAT, [4, 2]), ("i", TP.INT64, [3])], [("y", TP.FLOAT, [3, 2])])
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    x = np.arange(8, dtype=np.float32).reshape(4, 2)
+    with pytest.raises(Exception, match="out of range|index"):
+        sess.run(None, {"x": x, "i": np.array([0, 9, 1], np.int64)})
+    np.testing.assert_array_equal(sess.run(None, {"x": x, "i": np.array([3, 0, 1], np.int64)})[0], x[[3, 0, 1]])
+
+
+def test_shapes_computed_from_data_run_on_the_host(emulated):
+    """NonZero's output size comes from its input's values: the CUDA build computes it on the
+    host from a copy of the input, and the kernel on the device."""
+    model = make_model([helper.make_node("NonZero", ["x"], ["y"])], [("x", TP.FLOAT, [3, 4])], [("y", TP.INT64, [2, None])])
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    x = np.array([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 4, 5]], np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.array(np.nonzero(x)))
+
+
+def test_a_model_the_gpu_build_cannot_take_runs_on_the_cpu(emulated):
+    node = helper.make_node("StringNormalizer", ["x"], ["y"], case_change_action="UPPER")
+    model = make_model([node], [("x", TP.STRING, [2])], [("y", TP.STRING, [2])])
+    with pytest.warns(UserWarning, match="CUDAExecutionProvider cannot run this model.*string"):
+        sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    assert list(sess.run(None, {"x": np.array(["a", "b"], object)})[0]) == ["A", "B"]
+
+
+def test_provider_options_are_checked(emulated):
+    model = small_cnn()
+    with pytest.warns(UserWarning, match="unknown provider option 'no_such_option'"):
+        onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA], provider_options=[{"no_such_option": 1}])
+    with pytest.raises(onnxc.InvalidArgument, match="device_id"):
+        onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"device_id": "zero"})])
+    with pytest.raises(onnxc.InvalidArgument, match="arena_extend_strategy"):
+        onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"arena_extend_strategy": "kDouble"})])
+    with pytest.raises(Exception, match="gpu_mem_limit"):
+        onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"gpu_mem_limit": 1024})])
+    sess = onnxc.InferenceSession(model.SerializeToString(),
+                                  providers=[(CUDA, {"gpu_mem_limit": str(1 << 30), "arena_extend_strategy": "kSameAsRequested",
+                                                     "cudnn_conv_algo_search": "EXHAUSTIVE"})])
+    assert sess.get_provider_options()[CUDA]["gpu_mem_limit"] == str(1 << 30)
+
+
+# --- conformance ----------------------------------------------------------------------------------
+
+def _cases(env: str, parts: int) -> list[str]:
+    from conformance.cases import all_cases, expected_failures
+    known = expected_failures()
+    names = [n for n in sorted(all_cases()) if n not in known]
+    return names if os.environ.get(env) == "all" else [n for n in names if zlib.crc32(n.encode()) % parts == 0]
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("name", _cases("ONNXC_CUDA_CONFORMANCE", 5))
+def test_conformance_case_on_emulated_cuda(name, tmp_path, emulated):
+    """A fifth of the cases (ONNXC_CUDA_CONFORMANCE=all: every one) through the CUDA build's
+    source, run with the CUDA runtime emulated on the CPU."""
+    from conformance.cases import all_cases, run_case
+    try:
+        run_case(all_cases()[name], str(tmp_path / "case"), target="cuda", cuda_emulate=True)
+    except onnxc.UnsupportedError as e:
+        pytest.skip(f"not on the GPU: {str(e)[:160]}")
+
+
+NVCC_CHUNKS = 8
+
+
+@needs_nvcc
+@pytest.mark.conformance
+@pytest.mark.parametrize("chunk", range(NVCC_CHUNKS))
+def test_conformance_cases_compile_with_nvcc(chunk, tmp_path, capsys):
+    """Every case the CPU build passes: its CUDA source compiles with nvcc, warnings as errors
+    (an eighth of them per test, in one translation unit)."""
+    from conformance.cases import all_cases, expected_failures
+    from conformance.cuda import cuda_sources, nvcc_compile
+    known = expected_failures()
+    names = [n for n in sorted(all_cases()) if n not in known]
+    mine = [all_cases()[n] for n in names[chunk::NVCC_CHUNKS]]
+    sources, refused = cuda_sources(mine)
+    assert sources
+    nvcc_compile(sources, str(tmp_path))
+    with capsys.disabled():
+        print(f"\nnvcc chunk {chunk}: {len(sources)} cases compiled, {len(refused)} refused by the CUDA build")
+
+
+@gpu
+def test_on_the_gpu_matches_onnxruntime(monkeypatch):
+    monkeypatch.delenv(cuda.EMULATE_ENV, raising=False)
+    model = small_cnn()
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    x = np.random.default_rng(1).standard_normal((4, 3, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
