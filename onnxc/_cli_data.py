@@ -46,26 +46,18 @@ def parse_dims(items: Optional[Sequence[str]], bounds: Optional[dict[str, int]] 
     """NAME=SIZE items; with ``bounds``, NAME<=MAX items go there."""
     dims: dict[str, int] = {}
     for item in items or []:
-        if bounds is not None and "<=" in item:
-            name, _, value = item.partition("<=")
-            try:
-                if not name or name in dims or name in bounds:
-                    raise ValueError
-                bounds[name] = int(value)
-                if bounds[name] < 1:
-                    raise ValueError
-            except ValueError:
-                raise CliError(f"--dim {item!r}: expected NAME<=MAX with a bound >= 1, once per name") from None
-            continue
-        name, sep, value = item.partition("=")
+        bounded = bounds is not None and "<=" in item
+        name, sep, value = item.partition("<=" if bounded else "=")
+        least, into = (1, bounds) if bounded else (0, dims)
         try:
-            if not sep or not name:
+            if not sep or not name or name in dims or (bounds is not None and name in bounds):
                 raise ValueError
-            dims[name] = int(value)
-            if dims[name] < 0:
+            into[name] = int(value)
+            if into[name] < least:
                 raise ValueError
         except ValueError:
-            raise CliError(f"--dim {item!r}: expected NAME=SIZE with a size >= 0") from None
+            form = "NAME<=MAX with a bound >= 1" if bounded else "NAME=SIZE with a size >= 0"
+            raise CliError(f"--dim {item!r}: expected {form}, once per name") from None
     return dims
 
 

@@ -5,6 +5,7 @@ from typing import Optional
 import numpy as np
 
 from ...codegen import cexpr
+from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
 from .. import dtypes as dt
@@ -50,13 +51,7 @@ class Gemm(OpDef):
         g = _gemm.gemm_type(a.dtype)
         native = _gemm.native(a.dtype)
         trans_a, trans_b = node.attrs.get("transA", 0), node.attrs.get("transB", 0)
-        m, n = y.dims
-        kk = a.dims[0] if trans_a else a.dims[1]
-        checks = []
-        kb = b.dims[1] if trans_b else b.dims[0]
-        if kk != kb:
-            checks.append({"cond": f"{cexpr.lit(kk)} != {cexpr.lit(kb)}",
-                           "msg": c_string("Gemm: the inner dims of A and B differ")})
+        m, n, kk, checks = gemm_dims(node, a, b, y)
         cast = "" if g.ctype == a.ctype else f"(const {g.ctype} *)"
         data = {
             "checks": checks, "ct": g.ctype, "gemm": g.fn,
@@ -119,6 +114,20 @@ class Gemm(OpDef):
         if g.ctype != c.compute:
             value = f"({g.ctype}){value}"
         return f"{expr} + {value}" if beta == 1 else f"{expr} + {_literal(beta, g)} * {value}"
+
+
+def gemm_dims(node: Node, a: TensorRef, b: TensorRef, y: TensorRef) -> tuple[CExpr, CExpr, CExpr, list]:
+    """M, N and K of a Gemm-like node (A and B transposed by transA / transB), and the run-time
+    check that A's and B's inner dims agree."""
+    trans_a, trans_b = node.attrs.get("transA", 0), node.attrs.get("transB", 0)
+    m, n = y.dims
+    kk = a.dims[0] if trans_a else a.dims[1]
+    kb = b.dims[1] if trans_b else b.dims[0]
+    checks = []
+    if kk != kb:
+        checks.append({"cond": f"{cexpr.lit(kk)} != {cexpr.lit(kb)}",
+                       "msg": c_string(f"{node.op_type}: the inner dims of A and B differ")})
+    return m, n, kk, checks
 
 
 def _literal(x: float, g: _gemm.GemmType) -> str:

@@ -6,11 +6,11 @@ import numpy as np
 
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
-from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
 from . import _quantize as qz
 from ._elementwise import check_dtype
+from .gemm import gemm_dims
 from .qlinear_matmul import qgemm_direct
 from .registry import InferContext, OpDef, register
 
@@ -65,13 +65,7 @@ class QGemm(OpDef):
         a, b, y = k.input(0), k.input(3), k.out
         trans_a, trans_b = node.attrs.get("transA", 0), node.attrs.get("transB", 0)
         alpha = float(node.attrs.get("alpha", 1.0))
-        m, n = y.dims
-        kk = a.dims[0] if trans_a else a.dims[1]
-        checks = []
-        kb = b.dims[1] if trans_b else b.dims[0]
-        if kk != kb:
-            checks.append({"cond": f"{cexpr.lit(kk)} != {cexpr.lit(kb)}",
-                           "msg": c_string("QGemm: the inner dims of A and B differ")})
+        m, n, kk, checks = gemm_dims(node, a, b, y)
         b_scale = k.input(4)
         column = "j" if b_scale.numel != 1 else "0"
         bias = "0"
