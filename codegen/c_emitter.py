@@ -666,27 +666,7 @@ class CEmitter:
         and data-dependent dims, which are not bounded; every use is also checked at run time."""
         if isinstance(d, int):
             return d
-        bounds = self.opt.dim_bounds
-        if not bounds or d not in self.g.dims.defs:
-            return None
-        spec = self.g.dims.defs[d]
-        if spec.kind == "input":
-            return bounds.get(d)
-        if spec.kind != "expr":
-            return None
-        a, b = spec.args
-        ba, bb = self.dim_bound(a), self.dim_bound(b)
-        if ba is None or bb is None:
-            return None
-        if spec.op in ("add", "mul", "max", "min"):
-            return {"add": ba + bb, "mul": ba * bb, "max": max(ba, bb), "min": min(ba, bb)}[spec.op]
-        if spec.op in ("floordiv", "ceildiv") and isinstance(b, int) and b > 0:
-            return ba // b if spec.op == "floordiv" else -(-ba // b)
-        if spec.op in ("same", "bcast"):
-            return max(ba, bb)
-        if spec.op == "sub" and isinstance(b, int):
-            return ba - b
-        return None
+        return self._dim_value(d, self.opt.dim_bounds, bound=True) if self.opt.dim_bounds else None
 
     def _bounded_bytes(self, v: Value) -> Optional[int]:
         """Bytes of ``v`` at the dims' bounds, where its dims are bounded (embedded builds)."""
@@ -728,16 +708,23 @@ class CEmitter:
             return {d}
         return set().union(*[self._input_syms(a) for a in spec.args]) if spec.kind == "expr" else set()
 
-    def _dim_value(self, d, env: dict[str, int]) -> Optional[int]:
-        """Dim ``d`` for input dims ``env`` (None where it is not computable here)."""
+    def _dim_value(self, d, env: dict[str, int], bound: bool = False) -> Optional[int]:
+        """Dim ``d`` for input dims ``env`` (None where it is not computable here); with
+        ``bound``, only through operations that grow with their operands, so that the input
+        dims' bounds give ``d``'s."""
         if isinstance(d, int):
             return d
-        spec = self.g.dims.defs[d]
+        spec = self.g.dims.defs.get(d)
+        if spec is None or spec.kind == "data":
+            return None
         if spec.kind == "input":
             return env.get(d)
-        if spec.kind != "expr":
+        x, y = spec.args
+        if bound and not (spec.op in ("add", "mul", "max", "min", "same", "bcast")
+                          or (spec.op in ("floordiv", "ceildiv") and isinstance(y, int) and y > 0)
+                          or (spec.op == "sub" and isinstance(y, int))):
             return None
-        a, b = (self._dim_value(x, env) for x in spec.args)
+        a, b = self._dim_value(x, env, bound), self._dim_value(y, env, bound)
         if a is None or b is None:
             return None
         if spec.op in ("same", "bcast"):
