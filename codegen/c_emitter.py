@@ -542,7 +542,7 @@ class CEmitter:
             if helper not in self.unit.helpers:
                 self.unit.helpers.append(helper)
         scratch = [(params(name, "scratch_"), size) for name, size in kernel.scratch.items()]
-        body = render(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]})
+        body, launch = self._render_kernel(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]})
         dims = _used_dims(body)
         used = _used_tensors(body, tensor_args)
         for t in outputs:
@@ -557,7 +557,7 @@ class CEmitter:
             + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
             + out_params + [f"void *restrict {s}" for s, _ in scratch]
         self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
-                                    "params": fparams, "body": body,
+                                    "params": fparams, "body": body, "launch": launch,
                                     "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
         scratch_vars, heap_scratch, offset = [], [], self._scratch_base
         for s, size in scratch:
@@ -583,7 +583,8 @@ class CEmitter:
             out_args = [self._loc(v).var for v in node.outputs]
         args = ["ctx"] + dims + [self._loc(v).var for _, v in used] + out_args + scratch_vars
         prof = len(self.unit.profile_nodes) if self.opt.profile else None
-        self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof})
+        self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof,
+                           "launch": launch})
         for v in node.outputs if self_alloc else ():
             self._require_value_dims(v)
             self.steps.append({"kind": "adopt", "var": self._loc(v).var, "ctype": _ctype(v),
@@ -592,6 +593,11 @@ class CEmitter:
             self._profile_step(prof, node)
         for var in heap_scratch:
             self.steps.append({"kind": "free", "var": var, "free": "free"})
+
+    def _render_kernel(self, template: str, data: dict[str, Any]) -> tuple[str, Optional[dict[str, Any]]]:
+        """A node function's body from its kernel family template; a backend may render another
+        template of the family and say how to launch it (the C build calls it)."""
+        return render(template, data), None
 
     def _profile_step(self, prof: int, node: Node) -> None:
         """After the node ran: its time and the dims of its tensors, for the profile's shapes."""

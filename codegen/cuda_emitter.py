@@ -12,14 +12,36 @@ ops are refused before, by the driver).
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Optional
 
+import jinja2
 import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import UnsupportedError
 from ..compiler.ir import Value
 from .c_emitter import WEIGHT_ALIGN, CEmitter, CModel, _ctype, _Loc
+from .templates import environment
+
+
+@functools.lru_cache(maxsize=None)
+def parallel_template(template: str) -> Optional[str]:
+    """The CUDA template of a kernel family, ``cuda/NAME.cu.j2`` for ``c/NAME.c.j2``, if there is one.
+
+    It takes the C template's data and sets ``launch``: ``items`` (a C expression: the work
+    items), ``threads`` (per block, 256 if unset), ``per_block`` (the items one block takes in a
+    pass: ``threads`` for grid-stride loops over elements, 1 for a block per row) and ``sync``
+    (the block's threads meet at ``__syncthreads``). Families without one run their C loops in
+    one thread."""
+    if not (template.startswith("c/") and template.endswith(".c.j2")):
+        return None
+    name = "cuda/" + template[2:-len(".c.j2")] + ".cu.j2"
+    try:
+        environment().get_template(name)
+    except jinja2.TemplateNotFound:
+        return None
+    return name
 
 
 class CudaEmitter(CEmitter):
@@ -69,6 +91,18 @@ class CudaEmitter(CEmitter):
         offset = len(weights)
         weights.extend(raw)
         self.unit.const_locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset, ctype=v.dtype.c_type)
+
+    def _render_kernel(self, template: str, data: dict[str, Any]) -> tuple[str, Optional[dict[str, Any]]]:
+        name = parallel_template(template)
+        if name is None:
+            return super()._render_kernel(template, data)
+        module = environment().get_template(name).make_module(data)
+        launch = getattr(module, "launch", None)
+        if launch is None:       # this variant of the family stays serial
+            return str(module), None
+        threads = int(launch.get("threads", 256))
+        return str(module), {"items": str(launch["items"]), "threads": threads,
+                             "per_block": int(launch.get("per_block", threads)), "sync": bool(launch.get("sync", False))}
 
     def _bind_inputs(self) -> None:
         super()._bind_inputs()
