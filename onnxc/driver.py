@@ -146,7 +146,8 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
     cuda = options.target == "cuda"
     # a package is portable C: its packed weights fit the scalar micro-kernel on any compiler
     mr, nr = GEMM_TILE["" if embedded or cuda else toolchain.simd()]
-    target = Target(gemm_mr=mr, gemm_nr=nr, # (the CUDA kernels read weights as they are)
+    target = Target(gemm_mr=mr, gemm_nr=nr,
+                    # (the CUDA kernels read weights as they are)
                     prepack=options.optimization_level >= 99 and not cuda,
                     # (not in a package: its transformed filters take 1.8-4x the weights' memory)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
