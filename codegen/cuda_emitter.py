@@ -47,9 +47,10 @@ def parallel_template(template: str) -> Optional[str]:
 class CudaEmitter(CEmitter):
     source_template = "cuda/model.cu.j2"
 
-    def __init__(self, *args: Any, device: int = 0, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, device: int = 0, tf32: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.device = device
+        self.tf32 = tf32
 
     def emit(self) -> CModel:
         if self.opt.profile or self.opt.inter_threads or self.opt.embedded:
@@ -74,7 +75,7 @@ class CudaEmitter(CEmitter):
         return {**super()._helper_data(used_types), "embedded": True}   # portable C on the device
 
     def _template_data(self, data: dict[str, Any]) -> dict[str, Any]:
-        return {**data, "cuda": True, "cuda_device": int(self.device)}
+        return {**data, "cuda": True, "cuda_device": int(self.device), "cuda_tf32": bool(self.tf32)}
 
     def _output_slots(self) -> dict[int, list[int]]:
         return {}   # outputs are computed on the device and copied back

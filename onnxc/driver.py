@@ -84,6 +84,8 @@ class CompileOptions:
     cuda_device: int = 0
     cuda_archs: tuple[str, ...] = ("sm_80", "sm_90")
     cuda_emulate: bool = False
+    # float32 GEMM and convolution on tensor cores in TF32 (CUDAExecutionProvider's use_tf32, on by default)
+    cuda_tf32: bool = True
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
 
     def key(self) -> str:
@@ -154,7 +156,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                     and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded)
     emitter = CudaEmitter if cuda else CEmitter
-    extra = {"device": options.cuda_device} if cuda else {}
+    extra = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
     emitted = emitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,

@@ -31,7 +31,7 @@ OPTIONS: dict[str, type] = {
     "gpu_external_alloc": str, "gpu_external_free": str, "gpu_external_empty_cache": str,
     "sdpa_kernel": int, "fuse_conv_bias": int,
 }
-HONOURED = ("device_id", "gpu_mem_limit")
+HONOURED = ("device_id", "gpu_mem_limit", "use_tf32")
 ARENA_STRATEGIES = ("kNextPowerOfTwo", "kSameAsRequested")
 
 

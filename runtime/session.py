@@ -202,7 +202,8 @@ class InferenceSession:
             return {}
         device = int(self._cuda.get("device_id", 0))
         return {"target": "cuda", "threads": 1, "inter_threads": 0, "profile": False, "cuda_device": device,
-                "cuda_archs": cuda.archs(device), "cuda_emulate": cuda.emulated()}
+                "cuda_archs": cuda.archs(device), "cuda_emulate": cuda.emulated(),
+                "cuda_tf32": bool(self._cuda.get("use_tf32", 1))}
 
     def _save_optimized(self, source: Any, path: str) -> None:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""
