@@ -109,9 +109,10 @@ class CudaEmitter(CEmitter):
         super()._bind_inputs()
         if self.is_body:
             return
-        for v in self.entry_inputs:
+        for i, v in enumerate(self.entry_inputs):
             loc = self.locs[id(v)]
-            self.steps.append({"kind": "to_device", "var": loc.var, "ctype": _ctype(v), "bytes": self._nbytes_expr(v)})
+            self.steps.append({"kind": "to_device", "index": i, "var": loc.var, "ctype": _ctype(v),
+                               "bytes": self._nbytes_expr(v)})
 
     def emit_function(self) -> dict[str, Any]:
         body = super().emit_function()
