@@ -18,6 +18,7 @@ import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import InvalidArgument, ModelError, RuntimeFailure
+from .device import ON_DEVICE, DeviceArray
 
 SEQ_MAX_RANK = 8  # ONNXC_SEQ_MAX_RANK of the generated code
 PROFILE_EVENTS = 1 << 16  # node events one profiled run keeps
@@ -36,6 +37,8 @@ void {p}_profile(void *ctx, int64_t *buf, int64_t cap);
 int64_t {p}_profile_count(const void *ctx);
 size_t {p}_arena_bytes(void);
 void {p}_seq_free(void *p);
+void {p}_inputs_on_device(void *ctx, const unsigned char *flags, int64_t count);
+void {p}_device_free(void *p);
 typedef struct {{
     int64_t count;
     int64_t cap;
@@ -119,6 +122,10 @@ class CompiledModel:
                            for o, k in zip(self.outputs, self._out_kinds)]
         if any(k not in ("tensor", "map_sequence") for k in self._out_kinds):
             self._fn["seq_free"] = getattr(self.lib, f"{prefix}_seq_free")
+        self.device_id = int(self.manifest.get("options", {}).get("cuda_device", 0))
+        if self.manifest.get("device") == "cuda":   # device buffers (IOBinding with device_type "cuda")
+            self._fn["inputs_on_device"] = getattr(self.lib, f"{prefix}_inputs_on_device")
+            self._fn["device_free"] = getattr(self.lib, f"{prefix}_device_free")
         self._pool: list[Any] = []
         # Models whose inputs and outputs are all plain numeric tensors run through run_plain.
         self.plain = all(k == "tensor" for k in self._in_kinds + self._out_kinds) and \
@@ -137,6 +144,10 @@ class CompiledModel:
         names = ("context_size", "context_init", "context_release", "run", "free", "error", "terminate",
                  "bind_outputs", "profile", "profile_count", "set_custom_ops")
         return {name: getattr(self.lib, f"{prefix}_{name}") for name in names}
+
+    def _device_free(self, ptr: int) -> None:
+        """Releases device memory this model allocated for an output (the array over it holds the model)."""
+        self._fn["device_free"](self.ffi.cast("void *", ptr))
 
     def _map_weights(self) -> None:
         path = os.path.join(self.folder, self.manifest["weights"])
@@ -350,7 +361,11 @@ class CompiledModel:
         how to reach this run's context while the run lasts. With ``events`` (a profiling
         build), the node events of the run are appended to it: (id, start ns, end ns, dims).
         ``out_buffers``: per output a writable C-contiguous array or None; the model writes
-        an output straight into its array when it fits (IOBinding.bind_output)."""
+        an output straight into its array when it fits (IOBinding.bind_output).
+
+        CUDA builds also take device memory: inputs given as DeviceArrays are read in place;
+        an output buffer may be a DeviceArray, or ON_DEVICE for an output the model leaves in
+        new device memory, returned as a DeviceArray."""
         ffi = self.ffi
         with self._lock:
             ctx = self._pool.pop() if self._pool else None
@@ -363,7 +378,15 @@ class CompiledModel:
         try:
             in_ptrs = ffi.new("void *[]", max(len(arrays), 1))
             keep: list[Any] = []
+            on_device = None
             for i, (a, kind) in enumerate(zip(arrays, self._in_kinds)):
+                if isinstance(a, DeviceArray):
+                    if on_device is None:
+                        on_device = ffi.new("unsigned char[]", len(arrays))
+                        keep.append(on_device)
+                    on_device[i] = 1
+                    in_ptrs[i] = ffi.cast("void *", a.ptr)
+                    continue
                 if kind != "tensor":
                     in_ptrs[i] = self._sequence(a, kind, self._in_dtypes[i], keep)
                     continue
@@ -387,17 +410,24 @@ class CompiledModel:
                 bufs = ffi.new("void *[]", max(len(self.outputs), 1))
                 sizes = ffi.new("int64_t[]", max(len(self.outputs), 1))
                 for i, b in enumerate(out_buffers):
-                    if b is not None and b.nbytes and self._out_kinds[i] == "tensor" and \
+                    if b is ON_DEVICE:
+                        bufs[i], sizes[i] = ffi.NULL, -1
+                    elif b is not None and b.nbytes and self._out_kinds[i] == "tensor" and \
                             self._out_dtypes[i] is not dt.STRING:
-                        given[i] = ffi.from_buffer(b, require_writable=True)
+                        given[i] = ffi.cast("void *", b.ptr) if isinstance(b, DeviceArray) \
+                            else ffi.from_buffer(b, require_writable=True)
                         bufs[i], sizes[i] = given[i], b.nbytes
                 keep += [bufs, sizes]
                 self._fn["bind_outputs"](ctx, bufs, sizes, len(self.outputs))
+            if on_device is not None:
+                self._fn["inputs_on_device"](ctx, on_device, len(arrays))
             try:
                 rc = self._fn["run"](ctx, in_ptrs, in_shapes, out_ptrs, out_shapes)
             finally:
                 if out_buffers:
                     self._fn["bind_outputs"](ctx, ffi.NULL, ffi.NULL, 0)
+                if on_device is not None:
+                    self._fn["inputs_on_device"](ctx, ffi.NULL, 0)
             if prof is not None:
                 self._read_profile(ctx, prof, events)
             if rc != 0:
@@ -418,8 +448,15 @@ class CompiledModel:
                 if given[i] is not None and ffi.cast("void *", given[i]) == out_ptrs[i]:
                     # written in place: the caller's array is the result (no copy)
                     target = out_buffers[i]
+                    if isinstance(target, DeviceArray):
+                        results.append(target if target.shape == shape else target.prefix(shape))
+                        continue
                     results.append(target if target.shape == shape else target.reshape(-1)[:nbytes // dtype.itemsize]
                                    .reshape(shape))
+                    continue
+                if out_buffers and out_buffers[i] is ON_DEVICE:   # new device memory, now the caller's
+                    results.append(DeviceArray.adopt(shape, dtype.np, int(ffi.cast("uintptr_t", out_ptrs[i])),
+                                                     self.device_id, self._device_free))
                     continue
                 owned = ffi.gc(out_ptrs[i], self._fn["free"])
                 results.append(np.frombuffer(ffi.buffer(owned, nbytes), dtype=dtype.np).reshape(shape))

@@ -17,6 +17,7 @@ from ..compiler import dtypes as dt
 from ..compiler.errors import CompileError, InvalidArgument, RuntimeFailure, UnsupportedError
 from ..driver import CompileOptions, compile_model
 from . import cache, cuda
+from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
 from .options import Env, RunOptions, SessionOptions, usable_cores
 from .ortvalue import IOBinding, OrtValue
@@ -385,8 +386,13 @@ class InferenceSession:
             if name not in self._output_index:
                 raise InvalidArgument(f"Invalid output name: {name}")
         out_buffers = [None] * len(self._outputs)
+        if self._cuda is None:   # a CPU session: device outputs are computed on the host, then copied
+            buffers = {n: b for n, b in buffers.items() if b is not ON_DEVICE}
         for name, b in buffers.items():
             info = self._model.outputs[self._output_index[name]]
+            if b is ON_DEVICE or isinstance(b, DeviceArray) and b.dtype == dt.by_name(info["dtype"]).np:
+                out_buffers[self._output_index[name]] = b
+                continue
             if b.dtype != dt.by_name(info["dtype"]).np or not b.flags.c_contiguous or not b.flags.writeable:
                 raise InvalidArgument(f"output {name!r} is bound to a {b.dtype} buffer; it must be a writable, "
                                       f"contiguous {info['dtype']} buffer")
@@ -397,6 +403,14 @@ class InferenceSession:
         results = self._model.run(arrays, run_options, out_buffers=out_buffers)
         for name, b in buffers.items():  # an output computed elsewhere (e.g. by a Loop): copy it in
             r = results[self._output_index[name]]
+            if b is ON_DEVICE or isinstance(r, DeviceArray) and r.ptr == getattr(b, "ptr", None):
+                continue
+            if isinstance(b, DeviceArray):
+                if r.shape != b.shape:
+                    raise InvalidArgument(f"output {name!r} has shape {list(r.shape)}; the bound buffer {list(b.shape)}")
+                b.copy_from(r)
+                results[self._output_index[name]] = b
+                continue
             if r is not b and not (isinstance(r, np.ndarray) and r.base is b):
                 if r.shape != b.shape:
                     raise InvalidArgument(f"output {name!r} has shape {list(r.shape)}; the bound buffer {list(b.shape)}")
@@ -413,7 +427,7 @@ class InferenceSession:
 
     def run_with_ort_values(self, output_names: Optional[Sequence[str]], input_dict_ort_values: dict[str, Any],
                             run_options: Optional[RunOptions] = None) -> list[OrtValue]:
-        feed = {k: v.numpy() if isinstance(v, OrtValue) else v for k, v in input_dict_ort_values.items()}
+        feed = {k: v._tensor() if isinstance(v, OrtValue) else v for k, v in input_dict_ort_values.items()}
         return [OrtValue(r) for r in self.run(output_names, feed, run_options)]
 
     def run_async(self, output_names: Optional[Sequence[str]], input_feed: dict[str, Any], callback: Any,
@@ -458,7 +472,9 @@ class InferenceSession:
             if info.get("kind", "tensor") != "tensor":
                 arrays.append(_container_feed(spec, info, value, expected))
                 continue
-            array = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if isinstance(value, DeviceArray) and self._cuda is None:
+                value = value.numpy()   # a CPU session reads a host copy
+            array = value if isinstance(value, (np.ndarray, DeviceArray)) else np.asarray(value)
             if expected is dt.STRING and array.dtype.kind in "USO":
                 array = array.astype(object)
             if array.dtype != expected.np:
@@ -485,7 +501,7 @@ class InferenceSession:
                 raise InvalidArgument(f"Got invalid dimensions for input: {spec.name} for the following "
                                       f"indices\n" + "\n".join(bad) + "\n Please fix either the inputs/outputs "
                                       "or the model.")
-            arrays.append(np.asarray(array, order="C"))
+            arrays.append(array if isinstance(array, DeviceArray) else np.asarray(array, order="C"))
         return arrays
 
 

@@ -126,6 +126,58 @@ def test_provider_options_are_checked(emulated):
     assert sess.get_provider_options()[CUDA]["gpu_mem_limit"] == str(1 << 30)
 
 
+# --- device buffers --------------------------------------------------------------------------------
+
+def test_io_binding_chains_runs_through_device_buffers(emulated):
+    """Inputs bound in GPU memory are read there, outputs bound to "cuda" stay there: one run's
+    output is the next run's input without a host copy, as with onnxruntime-gpu."""
+    model = make_model([helper.make_node("Add", ["x", "one"], ["y"])], [("x", TP.FLOAT, ["N", 300])],
+                       [("y", TP.FLOAT, ["N", 300])], [numpy_helper.from_array(np.ones(300, np.float32), "one")])
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    x = np.random.default_rng(0).standard_normal((3, 300)).astype(np.float32)
+    value = onnxc.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
+    assert value.device_name() == "cuda"
+    for _ in range(3):
+        binding = sess.io_binding()
+        binding.bind_ortvalue_input("x", value)
+        binding.bind_output("y", "cuda")
+        sess.run_with_iobinding(binding)
+        value = binding.get_outputs()[0]
+        assert value.device_name() == "cuda" and value.shape() == [3, 300]
+    np.testing.assert_allclose(value.numpy(), x + 3, rtol=1e-6)
+    # an output bound to a device buffer of its own is written there
+    target = onnxc.OrtValue.ortvalue_from_shape_and_type([3, 300], np.float32, "cuda", 0)
+    binding = sess.io_binding()
+    binding.bind_input("x", "cuda", 0, np.float32, [3, 300], value.data_ptr())
+    binding.bind_ortvalue_output("y", target)
+    sess.run_with_iobinding(binding)
+    assert binding.get_outputs()[0].data_ptr() == target.data_ptr()
+    np.testing.assert_allclose(binding.copy_outputs_to_cpu()[0], x + 4, rtol=1e-6)
+    # run_with_ort_values takes device values too
+    out = sess.run_with_ort_values(["y"], {"x": target})
+    np.testing.assert_allclose(out[0].numpy(), x + 5, rtol=1e-6)
+
+
+def test_an_output_of_data_dependent_size_is_left_on_the_device(emulated):
+    model = make_model([helper.make_node("NonZero", ["x"], ["y"])], [("x", TP.FLOAT, [3, 4])], [("y", TP.INT64, [2, None])])
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    x = np.array([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 4, 5]], np.float32)
+    binding = sess.io_binding()
+    binding.bind_ortvalue_input("x", onnxc.OrtValue.ortvalue_from_numpy(x, "cuda", 0))
+    binding.bind_output("y", "cuda")
+    sess.run_with_iobinding(binding)
+    y = binding.get_outputs()[0]
+    assert y.device_name() == "cuda" and y.shape() == [2, 5]
+    np.testing.assert_array_equal(y.numpy(), np.array(np.nonzero(x)))
+
+
+def test_device_tensors_need_a_gpu(no_gpu):
+    with pytest.raises(onnxc.InvalidArgument, match="cuda:0 is not available"):
+        onnxc.OrtValue.ortvalue_from_numpy(np.zeros(3, np.float32), "cuda", 0)
+    with pytest.raises(onnxc.InvalidArgument, match="not available"):
+        onnxc.OrtValue.ortvalue_from_numpy(np.zeros(3, np.float32), "tpu", 0)
+
+
 # --- conformance ----------------------------------------------------------------------------------
 
 def _passing_cases() -> list[str]:
