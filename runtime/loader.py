@@ -39,6 +39,7 @@ size_t {p}_arena_bytes(void);
 void {p}_seq_free(void *p);
 void {p}_inputs_on_device(void *ctx, const unsigned char *flags, int64_t count);
 void {p}_device_free(void *p);
+int {p}_set_stream(void *ctx, void *stream);
 typedef struct {{
     int64_t count;
     int64_t cap;
@@ -100,7 +101,7 @@ class CompiledModel:
     """A loaded artifact. ``run`` is thread-safe: each concurrent call gets its own context."""
 
     def __init__(self, folder: str, manifest: dict[str, Any] | None = None,
-                 custom_libraries: tuple[str, ...] = ()) -> None:
+                 custom_libraries: tuple[str, ...] = (), stream: int = 0) -> None:
         self.folder = folder
         self.manifest = manifest or read_manifest(folder)
         prefix = self.manifest["prefix"]
@@ -126,6 +127,8 @@ class CompiledModel:
         if self.manifest.get("device") == "cuda":   # device buffers (IOBinding with device_type "cuda")
             self._fn["inputs_on_device"] = getattr(self.lib, f"{prefix}_inputs_on_device")
             self._fn["device_free"] = getattr(self.lib, f"{prefix}_device_free")
+            self._fn["set_stream"] = getattr(self.lib, f"{prefix}_set_stream")
+        self._stream = stream   # CUDA builds: the caller's stream for every context (0: their own)
         self._pool: list[Any] = []
         # Models whose inputs and outputs are all plain numeric tensors run through run_plain.
         self.plain = all(k == "tensor" for k in self._in_kinds + self._out_kinds) and \
@@ -181,12 +184,15 @@ class CompiledModel:
         return table
 
     def _new_context(self) -> Any:
-        ctx = self.ffi.new("char[]", self._fn["context_size"]())
+        # released even when made halfway (a failed init leaves nothing behind)
+        ctx = self.ffi.gc(self.ffi.new("char[]", self._fn["context_size"]()), self._fn["context_release"])
         if self._fn["context_init"](ctx, self._weights_ptr, self._weights_size) != 0:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
         if self._custom is not None:
             self._fn["set_custom_ops"](ctx, self._custom, len(self.manifest["custom_ops"]))
-        return self.ffi.gc(ctx, self._fn["context_release"])
+        if self._stream and self._fn["set_stream"](ctx, self.ffi.cast("void *", self._stream)) != 0:
+            raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
+        return ctx
 
     def _sequence(self, value: Any, kind: str, dtype: dt.DType, keep: list) -> Any:
         """A caller's list (or optional value) as a read-only ``onnxc_seq`` for the model."""

@@ -166,7 +166,8 @@ class InferenceSession:
                 self._log.warning("CUDA build refused, running on the CPU: %s", e)
                 self._providers, self._cuda = [CPU], None
                 folder = self._compile_cached(self._source, self._compile_options())
-        self._model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries))
+        self._model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
+                                    stream=self._user_stream())
         self._folder = folder
         limit = (self._cuda or {}).get("gpu_mem_limit", 0)
         if self._cuda is not None and limit:
@@ -174,6 +175,18 @@ class InferenceSession:
             if need > limit:
                 raise RuntimeFailure(f"CUDAExecutionProvider: the model needs {need} bytes of device memory "
                                      f"(arena and weights), over gpu_mem_limit {limit}")
+
+    def _user_stream(self) -> int:
+        """The CUDA stream runs go to: the caller's (has_user_compute_stream, user_compute_stream
+        as onnxruntime takes it, an address), or 0 for one of each context's own."""
+        opts = self._cuda or {}
+        if not opts.get("has_user_compute_stream") or not opts.get("user_compute_stream"):
+            return 0
+        try:
+            return int(str(opts["user_compute_stream"]), 0)
+        except ValueError:
+            raise InvalidArgument(f"user_compute_stream {opts['user_compute_stream']!r}: expected the stream's "
+                                  "address") from None
 
     def _compile_options(self) -> CompileOptions:
         overrides = tuple(sorted((kind, key, size) for (kind, key), size
@@ -370,7 +383,8 @@ class InferenceSession:
                 raise InvalidArgument("only_execute_path_to_fetches needs the ONNX model, not a compiled artifact")
             options = dataclasses.replace(self._compile_options(), outputs=key)
             folder = self._compile_cached(self._source, options)
-            model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries))
+            model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
+                                  stream=self._user_stream())
             self._pruned[key] = model
         # the pruned model's inputs: those of the full model it still reads, in the same order
         wanted = {i["name"] for i in model.inputs}

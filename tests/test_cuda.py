@@ -171,6 +171,39 @@ def test_an_output_of_data_dependent_size_is_left_on_the_device(emulated):
     np.testing.assert_array_equal(y.numpy(), np.array(np.nonzero(x)))
 
 
+def test_runs_from_many_threads_share_the_weights_and_agree(emulated):
+    """Concurrent runs get a context (arena, stream) each, over one device copy of the weights;
+    a session on the caller's stream (user_compute_stream) runs the same."""
+    model = small_cnn()
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    xs = [np.random.default_rng(i).standard_normal((2, 3, 8, 8)).astype(np.float32) for i in range(4)]
+    serial = [sess.run(None, {"x": x})[0] for x in xs]
+    errors, results = [], {}
+
+    def work(t: int) -> None:
+        try:
+            for _ in range(10):
+                results.setdefault(t, []).append(sess.run(None, {"x": xs[t]})[0])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    import threading
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for t in range(4):
+        for r in results[t]:
+            np.testing.assert_array_equal(r, serial[t])
+    on_stream = onnxc.InferenceSession(model.SerializeToString(), providers=[
+        (CUDA, {"has_user_compute_stream": "1", "user_compute_stream": str(0x1000)})])
+    np.testing.assert_array_equal(on_stream.run(None, {"x": xs[0]})[0], serial[0])
+    with pytest.raises(onnxc.InvalidArgument, match="user_compute_stream"):
+        onnxc.InferenceSession(model.SerializeToString(), providers=[
+            (CUDA, {"has_user_compute_stream": "1", "user_compute_stream": "stream0"})])
+
+
 def test_device_tensors_need_a_gpu(no_gpu):
     with pytest.raises(onnxc.InvalidArgument, match="cuda:0 is not available"):
         onnxc.OrtValue.ortvalue_from_numpy(np.zeros(3, np.float32), "cuda", 0)
