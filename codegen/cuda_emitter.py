@@ -22,6 +22,7 @@ from ..compiler import dtypes as dt
 from ..compiler.errors import UnsupportedError
 from ..compiler.ir import Value
 from .c_emitter import WEIGHT_ALIGN, CEmitter, CModel, _ctype, _Loc
+from .names import c_string
 from .templates import environment
 
 
@@ -52,7 +53,7 @@ class CudaEmitter(CEmitter):
         self.device = device
         self.tf32 = tf32
 
-    def emit(self) -> CModel:
+    def _emit_checked(self) -> CModel:
         if self.opt.profile or self.opt.inter_threads or self.opt.embedded:
             raise UnsupportedError("CUDA builds do not profile nodes or run them on host threads")
         problems = []
@@ -75,7 +76,24 @@ class CudaEmitter(CEmitter):
         return {**super()._helper_data(used_types), "embedded": True}   # portable C on the device
 
     def _template_data(self, data: dict[str, Any]) -> dict[str, Any]:
-        return {**data, "cuda": True, "cuda_device": int(self.device), "cuda_tf32": bool(self.tf32)}
+        why = self._graph_obstacles()
+        in_dims = sum(len(v.shape) for v in self.g.inputs if v.is_tensor)
+        graph = {"ok": not why, "why": c_string("; ".join(why) or "-"), "in_dims": in_dims}
+        return {**data, "cuda": True, "cuda_device": int(self.device), "cuda_tf32": bool(self.tf32),
+                "cuda_graph": graph}
+
+    def _graph_obstacles(self) -> list[str]:
+        """Why a run of this model cannot be captured as a CUDA graph (enable_cuda_graph): work
+        on the host in the middle of a run, or device memory allocated by the run."""
+        why = [f"{st['comment']} computes output dims from data on the host"
+               for st in self.steps if st["kind"] == "call" and st.get("host")]
+        return why[:3]
+
+    def emit(self) -> CModel:
+        model = self._emit_checked()
+        why = self._graph_obstacles()
+        model.extra["cuda_graph"] = "; ".join(why) if why else ""
+        return model
 
     def _output_slots(self) -> dict[int, list[int]]:
         return {}   # outputs are computed on the device and copied back

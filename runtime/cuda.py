@@ -31,7 +31,8 @@ OPTIONS: dict[str, type] = {
     "gpu_external_alloc": str, "gpu_external_free": str, "gpu_external_empty_cache": str,
     "sdpa_kernel": int, "fuse_conv_bias": int,
 }
-HONOURED = ("device_id", "gpu_mem_limit", "use_tf32", "has_user_compute_stream", "user_compute_stream")
+HONOURED = ("device_id", "gpu_mem_limit", "use_tf32", "has_user_compute_stream", "user_compute_stream",
+            "enable_cuda_graph")
 ARENA_STRATEGIES = ("kNextPowerOfTwo", "kSameAsRequested")
 
 

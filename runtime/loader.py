@@ -40,6 +40,7 @@ void {p}_seq_free(void *p);
 void {p}_inputs_on_device(void *ctx, const unsigned char *flags, int64_t count);
 void {p}_device_free(void *p);
 int {p}_set_stream(void *ctx, void *stream);
+int {p}_enable_graph(void *ctx, int flag);
 typedef struct {{
     int64_t count;
     int64_t cap;
@@ -101,7 +102,7 @@ class CompiledModel:
     """A loaded artifact. ``run`` is thread-safe: each concurrent call gets its own context."""
 
     def __init__(self, folder: str, manifest: dict[str, Any] | None = None,
-                 custom_libraries: tuple[str, ...] = (), stream: int = 0) -> None:
+                 custom_libraries: tuple[str, ...] = (), stream: int = 0, cuda_graph: bool = False) -> None:
         self.folder = folder
         self.manifest = manifest or read_manifest(folder)
         prefix = self.manifest["prefix"]
@@ -128,7 +129,13 @@ class CompiledModel:
             self._fn["inputs_on_device"] = getattr(self.lib, f"{prefix}_inputs_on_device")
             self._fn["device_free"] = getattr(self.lib, f"{prefix}_device_free")
             self._fn["set_stream"] = getattr(self.lib, f"{prefix}_set_stream")
+            self._fn["enable_graph"] = getattr(self.lib, f"{prefix}_enable_graph")
         self._stream = stream   # CUDA builds: the caller's stream for every context (0: their own)
+        # CUDA builds: runs on device buffers captured as a CUDA graph once, then replayed
+        self._cuda_graph = cuda_graph
+        if cuda_graph and self.manifest.get("cuda_graph", "-"):
+            raise RuntimeFailure("This session cannot use the CUDA Graph feature as requested by the user: "
+                                 + self.manifest.get("cuda_graph", "not a CUDA build"))
         self._pool: list[Any] = []
         # Models whose inputs and outputs are all plain numeric tensors run through run_plain.
         self.plain = all(k == "tensor" for k in self._in_kinds + self._out_kinds) and \
@@ -190,7 +197,8 @@ class CompiledModel:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
         if self._custom is not None:
             self._fn["set_custom_ops"](ctx, self._custom, len(self.manifest["custom_ops"]))
-        if self._stream and self._fn["set_stream"](ctx, self.ffi.cast("void *", self._stream)) != 0:
+        if self._stream and self._fn["set_stream"](ctx, self.ffi.cast("void *", self._stream)) != 0 \
+                or self._cuda_graph and self._fn["enable_graph"](ctx, 1) != 0:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
         return ctx
 

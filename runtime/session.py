@@ -167,7 +167,8 @@ class InferenceSession:
                 self._providers, self._cuda = [CPU], None
                 folder = self._compile_cached(self._source, self._compile_options())
         self._model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
-                                    stream=self._user_stream())
+                                    stream=self._user_stream(),
+                                    cuda_graph=bool((self._cuda or {}).get("enable_cuda_graph")))
         self._folder = folder
         limit = (self._cuda or {}).get("gpu_mem_limit", 0)
         if self._cuda is not None and limit:
@@ -384,7 +385,8 @@ class InferenceSession:
             options = dataclasses.replace(self._compile_options(), outputs=key)
             folder = self._compile_cached(self._source, options)
             model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
-                                  stream=self._user_stream())
+                                  stream=self._user_stream(),
+                                  cuda_graph=bool((self._cuda or {}).get("enable_cuda_graph")))
             self._pruned[key] = model
         # the pruned model's inputs: those of the full model it still reads, in the same order
         wanted = {i["name"] for i in model.inputs}

@@ -204,6 +204,47 @@ def test_runs_from_many_threads_share_the_weights_and_agree(emulated):
             (CUDA, {"has_user_compute_stream": "1", "user_compute_stream": "stream0"})])
 
 
+def test_cuda_graph_is_captured_once_and_replayed_on_the_same_buffers(emulated):
+    """enable_cuda_graph: a run on device buffers is captured, then replayed while the buffers and
+    dims stay the same (new data in the same input buffer gives new results); other buffers or
+    dims capture anew. Runs on host arrays run as usual."""
+    b = np.linspace(-1, 1, 300).astype(np.float32)
+    nodes = [helper.make_node("Mul", ["x", "two"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    model = make_model(nodes, [("x", TP.FLOAT, ["N", 300])], [("y", TP.FLOAT, ["N", 300])],
+                       [numpy_helper.from_array(np.array(2, np.float32), "two"), numpy_helper.from_array(b, "b")])
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"enable_cuda_graph": "1"})])
+    rng = np.random.default_rng(0)
+
+    def expect(x):
+        return np.maximum(x * 2 + b, 0)
+
+    x = rng.standard_normal((2, 300)).astype(np.float32)
+    xv = onnxc.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
+    yv = onnxc.OrtValue.ortvalue_from_shape_and_type([2, 300], np.float32, "cuda", 0)
+    binding = sess.io_binding()
+    binding.bind_ortvalue_input("x", xv)
+    binding.bind_ortvalue_output("y", yv)
+    for _ in range(3):       # capture, then replays on new data in the same buffer
+        sess.run_with_iobinding(binding)
+        np.testing.assert_allclose(yv.numpy(), expect(x), rtol=1e-6)
+        x = rng.standard_normal((2, 300)).astype(np.float32)
+        xv.update_inplace(x)
+    other = onnxc.OrtValue.ortvalue_from_shape_and_type([2, 300], np.float32, "cuda", 0)
+    binding.bind_ortvalue_output("y", other)
+    sess.run_with_iobinding(binding)
+    np.testing.assert_allclose(other.numpy(), expect(x), rtol=1e-6)
+    x3 = rng.standard_normal((3, 300)).astype(np.float32)
+    binding.bind_ortvalue_input("x", onnxc.OrtValue.ortvalue_from_numpy(x3, "cuda", 0))
+    binding.bind_ortvalue_output("y", onnxc.OrtValue.ortvalue_from_shape_and_type([3, 300], np.float32, "cuda", 0))
+    sess.run_with_iobinding(binding)
+    np.testing.assert_allclose(binding.copy_outputs_to_cpu()[0], expect(x3), rtol=1e-6)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], expect(x), rtol=1e-6)
+    nonzero = make_model([helper.make_node("NonZero", ["x"], ["y"])], [("x", TP.FLOAT, [3, 4])], [("y", TP.INT64, [2, None])])
+    with pytest.raises(onnxc.RuntimeFailure, match="cannot use the CUDA Graph.*on the host"):
+        onnxc.InferenceSession(nonzero.SerializeToString(), providers=[(CUDA, {"enable_cuda_graph": 1})])
+
+
 def test_device_tensors_need_a_gpu(no_gpu):
     with pytest.raises(onnxc.InvalidArgument, match="cuda:0 is not available"):
         onnxc.OrtValue.ortvalue_from_numpy(np.zeros(3, np.float32), "cuda", 0)

@@ -14,7 +14,7 @@ import subprocess
 from typing import Any, Sequence
 
 # what every case's source includes, once, before the namespaces (their own includes are then no-ops)
-_HEADERS = ["cuda_fp16.h", "cuda_runtime.h", "mma.h", "math.h", "mutex", "stddef.h", "stdint.h", "stdlib.h", "string.h"]
+_HEADERS = ["cuda_fp16.h", "cuda_runtime.h", "mma.h", "functional", "math.h", "mutex", "stddef.h", "stdint.h", "stdlib.h", "string.h", "vector"]
 
 
 def cuda_sources(cases: Sequence[Any]) -> tuple[list[str], dict[str, str]]:
