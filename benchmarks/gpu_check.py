@@ -7,7 +7,11 @@
 2. The light CNN zoo and the other benchmark models on the GPU against onnxc's CPU build:
    largest difference of the outputs.
 3. Side by side with onnxruntime's CUDA provider where the installed onnxruntime has it
-   (onnxruntime-gpu): median run time of each, and their ratio (onnxc / onnxruntime).
+   (onnxruntime-gpu): median run time of each, and their ratio (onnxc / onnxruntime): from
+   host arrays (``run``), and with inputs and outputs in GPU memory (``run_with_iobinding``
+   on OrtValues on "cuda"), also as a CUDA graph (``enable_cuda_graph``) for both.
+4. Float32 GEMM and convolution in TF32 (``use_tf32``, the default, as onnxruntime's) against
+   exact float32 (``use_tf32=0``): the largest difference from the CPU build of each.
 
 It prints a Markdown report (the GPU's name and the date first) and, with --json, writes the
 numbers; docs/cuda.md keeps the results of the runs made so far.
@@ -81,6 +85,26 @@ def _median_ms(run, runs: int) -> float:
     return statistics.median(times)
 
 
+def _max_diff(want: list[Any], got: list[Any]) -> float:
+    return max(float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+               if np.asarray(a).size else 0.0 for a, b in zip(want, got))
+
+
+def _bound_run(api: Any, sess: Any, feed: dict[str, np.ndarray]) -> Any:
+    """A run of ``sess`` (onnxc's or onnxruntime's) with its inputs and outputs in GPU memory,
+    bound once: what a pipeline that stays on the GPU pays per run."""
+    binding = sess.io_binding()
+    for name, array in feed.items():
+        binding.bind_ortvalue_input(name, api.OrtValue.ortvalue_from_numpy(array, "cuda", 0))
+    probe = sess.run(None, feed)   # the outputs' shapes, for buffers of their own (a CUDA graph needs them)
+    for out, array in zip(sess.get_outputs(), probe):
+        binding.bind_ortvalue_output(out.name, api.OrtValue.ortvalue_from_numpy(np.asarray(array), "cuda", 0))
+
+    def run() -> None:
+        sess.run_with_iobinding(binding)
+    return run
+
+
 def models(names: list[str] | None, runs: int) -> list[dict[str, Any]]:
     import onnxc
     from .models import select
@@ -99,16 +123,28 @@ def models(names: list[str] | None, runs: int) -> list[dict[str, Any]]:
             gpu = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA, "CPUExecutionProvider"])
             row["providers"] = gpu.get_providers()
             want, got = cpu.run(None, feed), gpu.run(None, feed)
-            row["max_abs_diff"] = max(float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
-                                      if np.asarray(a).size else 0.0 for a, b in zip(want, got))
+            row["max_abs_diff"] = _max_diff(want, got)
+            exact = onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"use_tf32": 0})])
+            row["max_abs_diff_fp32"] = _max_diff(want, exact.run(None, feed))
             row["onnxc_gpu_ms"] = _median_ms(lambda: gpu.run(None, feed), runs)
             row["onnxc_cpu_ms"] = _median_ms(lambda: cpu.run(None, feed), max(3, runs // 4))
+            if gpu.get_providers()[0] == CUDA:
+                row["onnxc_bound_ms"] = _median_ms(_bound_run(onnxc, gpu, feed), runs)
+                graph = onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"enable_cuda_graph": 1})])
+                row["onnxc_graph_ms"] = _median_ms(_bound_run(onnxc, graph, feed), runs)
             if ort_gpu:
                 so = ort.SessionOptions()
                 so.log_severity_level = 3
                 ref = ort.InferenceSession(model.SerializeToString(), so, providers=[CUDA, "CPUExecutionProvider"])
                 row["ort_gpu_ms"] = _median_ms(lambda: ref.run(None, feed), runs)
                 row["ratio"] = row["onnxc_gpu_ms"] / row["ort_gpu_ms"]
+                row["ort_bound_ms"] = _median_ms(_bound_run(ort, ref, feed), runs)
+                ref_graph = ort.InferenceSession(model.SerializeToString(), so,
+                                                 providers=[(CUDA, {"enable_cuda_graph": "1"})])
+                row["ort_graph_ms"] = _median_ms(_bound_run(ort, ref_graph, feed), runs)
+                if "onnxc_bound_ms" in row:
+                    row["ratio_bound"] = row["onnxc_bound_ms"] / row["ort_bound_ms"]
+                    row["ratio_graph"] = row["onnxc_graph_ms"] / row["ort_graph_ms"]
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             traceback.print_exc()
@@ -124,15 +160,22 @@ def report(data: dict[str, Any]) -> str:
                   f"({c['seconds']} s)", ""]
         lines += [f"- {name}: {why}" for name, why in sorted(c["failures"].items())[:50]]
         lines.append("")
-    lines += ["| model | on | max abs diff vs CPU | onnxc GPU ms | onnxc CPU ms | onnxruntime GPU ms | ratio |",
-              "|---|---|---:|---:|---:|---:|---:|"]
+    lines += ["Times in ms (medians); ratio = onnxc / onnxruntime. *run*: from host arrays; *bound*: inputs "
+              "and outputs in GPU memory (IOBinding); *graph*: bound, as a CUDA graph. Differences from "
+              "onnxc's CPU build: TF32 (the default) and exact float32 (use_tf32=0).", "",
+              "| model | on | diff TF32 | diff fp32 | onnxc CPU | onnxc run | ort run | ratio | onnxc bound "
+              "| ort bound | ratio | onnxc graph | ort graph | ratio |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in data.get("models", []):
         if "error" in r:
-            lines.append(f"| {r['model']} | error: {r['error'][:80]} | | | | | |")
+            lines.append(f"| {r['model']} | error: {r['error'][:80]} |" + " |" * 12)
             continue
         fmt = lambda k, f="{:.3f}": f.format(r[k]) if k in r else "-"  # noqa: E731
-        lines.append(f"| {r['model']} | {r['providers'][0]} | {fmt('max_abs_diff', '{:.2e}')} | {fmt('onnxc_gpu_ms')} "
-                     f"| {fmt('onnxc_cpu_ms')} | {fmt('ort_gpu_ms')} | {fmt('ratio', '{:.2f}')} |")
+        lines.append(f"| {r['model']} | {r['providers'][0]} | {fmt('max_abs_diff', '{:.2e}')} "
+                     f"| {fmt('max_abs_diff_fp32', '{:.2e}')} | {fmt('onnxc_cpu_ms')} | {fmt('onnxc_gpu_ms')} "
+                     f"| {fmt('ort_gpu_ms')} | {fmt('ratio', '{:.2f}')} | {fmt('onnxc_bound_ms')} | {fmt('ort_bound_ms')} "
+                     f"| {fmt('ratio_bound', '{:.2f}')} | {fmt('onnxc_graph_ms')} | {fmt('ort_graph_ms')} "
+                     f"| {fmt('ratio_graph', '{:.2f}')} |")
     return "\n".join(lines)
 
 

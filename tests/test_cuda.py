@@ -300,6 +300,18 @@ def test_conformance_cases_compile_with_nvcc(chunk, tmp_path, capsys):
         print(f"\nnvcc chunk {chunk}: {len(sources)} cases compiled, {len(refused)} refused by the CUDA build")
 
 
+def test_gpu_check_script_runs(emulated, tmp_path, capsys):
+    """The script a GPU machine runs, on the emulated build: every column it reports is filled."""
+    import json
+    from onnxc.benchmarks import gpu_check
+    assert gpu_check.main(["--no-conformance", "--models", "mlp", "--runs", "1", "--json", str(tmp_path / "g.json")]) == 0
+    row = json.loads((tmp_path / "g.json").read_text())["models"][0]
+    assert "error" not in row and row["providers"][0] == CUDA
+    assert row["max_abs_diff_fp32"] < 1e-4 and row["max_abs_diff"] < 1e-2    # exact float32; TF32
+    assert all(row[k] > 0 for k in ("onnxc_gpu_ms", "onnxc_bound_ms", "onnxc_graph_ms", "onnxc_cpu_ms"))
+    assert "| mlp | CUDAExecutionProvider |" in capsys.readouterr().out
+
+
 @gpu
 def test_on_the_gpu_matches_onnxruntime(monkeypatch):
     monkeypatch.delenv(cuda.EMULATE_ENV, raising=False)
