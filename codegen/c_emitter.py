@@ -583,8 +583,11 @@ class CEmitter:
             out_args = [self._loc(v).var for v in node.outputs]
         args = ["ctx"] + dims + [self._loc(v).var for _, v in used] + out_args + scratch_vars
         prof = len(self.unit.profile_nodes) if self.opt.profile else None
+        # the tensors it reads, by their place in args (a backend may stage them elsewhere)
+        reads = [{"pos": 1 + len(dims) + j, "bytes": self._nbytes_expr(v), "ctype": t.ctype}
+                 for j, (t, v) in enumerate(used)]
         self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof,
-                           "launch": launch})
+                           "launch": launch, "reads": reads, "scratch": bool(scratch_vars)})
         for v in node.outputs if self_alloc else ():
             self._require_value_dims(v)
             self.steps.append({"kind": "adopt", "var": self._loc(v).var, "ctype": _ctype(v),

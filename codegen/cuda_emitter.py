@@ -20,7 +20,7 @@ import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import UnsupportedError
-from ..compiler.ir import Value
+from ..compiler.ir import Node, Value
 from .c_emitter import WEIGHT_ALIGN, CEmitter, CModel, _ctype, _Loc
 from .names import c_string
 from .templates import environment
@@ -63,9 +63,7 @@ class CudaEmitter(CEmitter):
             elif not v.is_tensor:
                 problems.append(f"{v.kind} value {v.name!r}")
         for node in self.g.nodes:
-            if node.subgraphs:
-                problems.append(f"control flow ({node.op_type} {node.name!r})")
-            elif node.impl.allocates_outputs:
+            if node.impl.allocates_outputs and not node.subgraphs:
                 problems.append(f"outputs allocated by the kernel ({node.op_type} {node.name!r})")
         if problems:
             raise UnsupportedError("not on the GPU: " + "; ".join(dict.fromkeys(problems[:6]))
@@ -84,10 +82,38 @@ class CudaEmitter(CEmitter):
 
     def _graph_obstacles(self) -> list[str]:
         """Why a run of this model cannot be captured as a CUDA graph (enable_cuda_graph): work
-        on the host in the middle of a run, or device memory allocated by the run."""
-        why = [f"{st['comment']} computes output dims from data on the host"
-               for st in self.steps if st["kind"] == "call" and st.get("host")]
-        return why[:3]
+        on the host in the middle of a run."""
+        return [f"{st['comment']} {st['host_why']}" for st in self.steps
+                if st["kind"] == "call" and st.get("host")][:3]
+
+    def _emit_node(self, index: int, node: Node) -> None:
+        """Control flow (If, Loop, Scan) runs on the host, as onnxruntime's CUDA provider runs it:
+        its kernel and bodies are the C build's, on host copies of the tensors it reads; the
+        outputs it makes go to the device. Its bodies' nodes run on the host too."""
+        first_fn, first_step = len(self.unit.functions), len(self.steps)
+        super()._emit_node(index, node)
+        for st in self.steps[first_step:]:
+            if st["kind"] == "call" and st.get("host"):
+                st["host_why"] = "computes output dims from data on the host"
+        if not node.subgraphs:
+            return
+        for fn in self.unit.functions[first_fn:]:
+            fn["host"] = True
+            if fn["kind"] == "body":
+                fn["run"]["host_run"] = True
+        call = next(st for st in self.steps[first_step:] if st["kind"] == "call")
+        if call.get("scratch"):
+            raise UnsupportedError(f"not on the GPU: {node.label} needs scratch memory on the host")
+        args = list(call["args"])
+        for j, t in enumerate(call["reads"]):
+            args[t["pos"]] = f"(const {t['ctype']} *)staged{j}"
+        call.update(host=True, host_why="runs on the host (control flow)", host_args=args,
+                    stage=[{"bytes": t["bytes"], "ctype": t["ctype"], "var": call["args"][t["pos"]]}
+                           for t in call["reads"]])
+        outputs = iter(node.outputs)
+        for st in self.steps[first_step:]:
+            if st["kind"] == "adopt":
+                st["upload"] = self._nbytes_expr(next(outputs))
 
     def emit(self) -> CModel:
         model = self._emit_checked()
