@@ -3,7 +3,8 @@
     python -m onnxc.benchmarks.gpu_check [--json OUT.json] [--models NAME ...] [--runs N]
 
 1. The ONNX node conformance cases the CPU build passes, run on the GPU (CUDAExecutionProvider,
-   nvcc for the GPU present): pass / fail / refused (not on the GPU), with each failure's reason.
+   nvcc for the GPU present, exact float32 as the cases' tolerances assume): pass / fail /
+   refused (not on the GPU), with each failure's reason.
 2. The light CNN zoo and the other benchmark models on the GPU against onnxc's CPU build:
    largest difference of the outputs.
 3. Side by side with onnxruntime's CUDA provider where the installed onnxruntime has it
@@ -59,7 +60,7 @@ def conformance(limit: int | None = None) -> dict[str, Any]:
     for name in names:
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                run_case(all_cases()[name], tmp, target="cuda", cuda_archs=_archs())
+                run_case(all_cases()[name], tmp, target="cuda", cuda_archs=_archs(), cuda_tf32=False)
                 result["pass"] += 1
             except onnxc.UnsupportedError:
                 result["refused"] += 1

@@ -585,7 +585,7 @@ class CEmitter:
         prof = len(self.unit.profile_nodes) if self.opt.profile else None
         # the tensors it reads, by their place in args (a backend may stage them elsewhere)
         reads = [{"pos": 1 + len(dims) + j, "bytes": self._nbytes_expr(v), "ctype": t.ctype}
-                 for j, (t, v) in enumerate(used)]
+                 for j, (t, v) in enumerate(used) if v.is_tensor]
         self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof,
                            "launch": launch, "reads": reads, "scratch": bool(scratch_vars)})
         for v in node.outputs if self_alloc else ():
