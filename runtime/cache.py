@@ -3,7 +3,8 @@
 Artifacts are built in a private temporary folder and renamed into place, so a
 reader never sees a half-written one; a per-key lock keeps two processes from
 building the same model twice. An artifact whose files fail their checksums is
-rebuilt, never loaded.
+rebuilt, never loaded. Loading a library runs its code, so the cache folder must be
+the user's alone: one that other users can write is refused.
 """
 from __future__ import annotations
 
@@ -14,14 +15,19 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from typing import Callable, Iterator, Optional
 
 import onnx
 
 from .. import __version__
-from ..compiler.errors import ModelError
-from .loader import read_manifest
+from ..compiler.errors import ModelError, OnnxcError
+
+
+class UnsafeCacheError(OnnxcError, PermissionError):
+    """The compile cache folder is not private to the user: libraries loaded from it could be
+    anyone's code."""
 
 
 def cache_root() -> str:
@@ -30,7 +36,33 @@ def cache_root() -> str:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "onnxc")
     os.makedirs(root, mode=0o700, exist_ok=True)
+    check_private(root)
     return root
+
+
+def check_private(root: str) -> None:
+    """Refuses a cache folder another user could put a library in: one owned by someone else
+    or writable by group or others, or one inside a folder anyone may rename things in (a
+    world-writable folder without the sticky bit). Group-writable parents are let through:
+    with per-user groups (umask 002) they are the norm, and the folder itself is checked."""
+    real = os.path.realpath(root)
+    st = os.stat(real)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise UnsafeCacheError(
+            f"the compile cache folder {root!r} is not private (owner uid {st.st_uid}, mode "
+            f"{stat.S_IMODE(st.st_mode):#o}): other users could plant code that onnxc would load. "
+            f"Make it yours and user-only (chmod 700), or set ONNXC_CACHE_DIR to a private folder")
+    parent = os.path.dirname(real)
+    while True:
+        st = os.stat(parent)
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            raise UnsafeCacheError(
+                f"the compile cache folder {root!r} is inside {parent!r}, which every user can write "
+                f"(mode {stat.S_IMODE(st.st_mode):#o}, no sticky bit): they could replace the cache. "
+                f"Set ONNXC_CACHE_DIR to a folder under private parents")
+        if parent == os.path.dirname(parent):
+            return
+        parent = os.path.dirname(parent)
 
 
 def model_digest(source) -> str:
@@ -154,32 +186,86 @@ _VERIFIED = ".verified"
 
 
 def is_intact(folder: str) -> bool:
-    """Library and weights match the manifest's checksums. A weights file verified once is
-    trusted while its size and mtime stay those recorded then (the cache folder is user-only)."""
+    """A cached artifact's manifest is the one it was built with, and its library and
+    weights match the manifest's checksums."""
+    return _damage(folder, cached=True) is None
+
+
+def verify_artifact(folder: str) -> None:
+    """Raises ModelError unless the library and weights of an artifact folder (one given by
+    the user, not the cache) match its manifest's checksums."""
+    if not os.path.isfile(os.path.join(folder, "manifest.json")):
+        raise ModelError(f"{folder!r} is not an onnxc artifact (it has no manifest.json)")
+    damage = _damage(folder, cached=False)
+    if damage is not None:
+        raise ModelError(f"{folder!r} is a damaged onnxc artifact ({damage}): compile the model again")
+
+
+def _damage(folder: str, cached: bool) -> Optional[str]:
+    """What is wrong with an artifact's files, or None.
+
+    The build records the manifest's checksum and the weights file's identity in
+    ``.verified``: a cached artifact without it, or with another manifest, is damaged (an
+    artifact folder the user compiled has none; its manifest can only be parsed). Weights
+    whose size, mtime, ctime and inode are those recorded are trusted without hashing them
+    again: the cache folder is user-only, and no write leaves all four as they were."""
     try:
-        manifest = read_manifest(folder)
-        if _sha256_file(os.path.join(folder, manifest["library"])) != manifest["library_sha256"]:
-            return False
+        with open(os.path.join(folder, "manifest.json"), "rb") as f:
+            manifest_bytes = f.read()
+        manifest_sha = hashlib.sha256(manifest_bytes).hexdigest()
+        try:
+            manifest = json.loads(manifest_bytes)
+        except ValueError:
+            return "manifest.json is not valid JSON"
+        stamp = _read_stamp(folder)
+        if cached and stamp.get("manifest_sha256") != manifest_sha:
+            return "manifest.json is not the one the artifact was built with"
+        library = os.path.join(folder, manifest["library"])
+        if _sha256_file(library) != manifest["library_sha256"]:
+            return f"{manifest['library']} does not match its checksum"
         weights = os.path.join(folder, manifest["weights"])
-        stamp = os.path.join(folder, _VERIFIED)
-        with contextlib.suppress(OSError, ValueError):
-            with open(stamp, encoding="utf-8") as f:
-                if json.load(f) == _stat_of(weights):
-                    return True
+        if stamp.get("manifest_sha256") == manifest_sha and stamp.get("weights") == _identity_of(weights):
+            return None
         if _sha256_file(weights) != manifest["weights_sha256"]:
-            return False
-        _write_json_atomic(stamp, _stat_of(weights))
-        return True
-    except (OSError, KeyError, ModelError):
-        return False
+            return f"{manifest['weights']} does not match its checksum"
+        _write_stamp(folder, manifest_sha, weights)
+        return None
+    except OSError as e:
+        return f"cannot read it: {e}"
+    except (KeyError, TypeError) as e:
+        return f"manifest.json lacks {e}"
+
+
+def _identity_of(path: str) -> list:
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _read_stamp(folder: str) -> dict:
+    with contextlib.suppress(OSError, ValueError):
+        with open(os.path.join(folder, _VERIFIED), encoding="utf-8") as f:
+            stamp = json.load(f)
+        if isinstance(stamp, dict):
+            return stamp
+    return {}
+
+
+def _write_stamp(folder: str, manifest_sha: str, weights: str) -> None:
+    """Best effort: a folder the user cannot write (a read-only artifact) is hashed each time."""
+    with contextlib.suppress(OSError):
+        _write_json_atomic(os.path.join(folder, _VERIFIED),
+                           {"manifest_sha256": manifest_sha, "weights": _identity_of(weights)})
 
 
 def _mark_verified(folder: str) -> None:
     """A freshly built artifact's weights are those its manifest's checksum was computed
-    from: record them as verified, so the first load does not hash them again."""
-    with contextlib.suppress(OSError, KeyError, ModelError):
-        weights = os.path.join(folder, read_manifest(folder)["weights"])
-        _write_json_atomic(os.path.join(folder, _VERIFIED), _stat_of(weights))
+    from: record them, and the manifest, so the first load hashes the library only."""
+    with open(os.path.join(folder, "manifest.json"), "rb") as f:
+        manifest_bytes = f.read()
+    weights = os.path.join(folder, json.loads(manifest_bytes)["weights"])
+    _write_json_atomic(os.path.join(folder, _VERIFIED),
+                       {"manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+                        "weights": _identity_of(weights)})
 
 
 def _sha256_file(path: str) -> str:
@@ -201,6 +287,11 @@ def get_or_build(key: str, build: Callable[[str], None], root: Optional[str] = N
             if is_intact(final):
                 return final
             shutil.rmtree(final, ignore_errors=True)
+        elif os.path.lexists(final):
+            os.unlink(final)
+        for name in os.listdir(root):   # builds of this key that died halfway (we hold its lock)
+            if name.startswith(f".{key}-"):
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
         tmp = tempfile.mkdtemp(prefix=f".{key}-", dir=root)
         try:
             build(tmp)

@@ -60,6 +60,11 @@ def _ffi(prefix: str) -> cffi.FFI:
     return ffi
 
 
+# What an empty input points at: C may not be handed NULL even for zero bytes (memcpy(d, NULL, 0)
+# is undefined behaviour).
+_EMPTY = cffi.FFI().new("char[16]")
+
+
 def read_manifest(folder: str) -> dict[str, Any]:
     path = os.path.join(folder, "manifest.json")
     try:
@@ -98,6 +103,65 @@ def _pin_openmp_runtime() -> None:
             continue
 
 
+# Model libraries not closed yet. Held here, a library and its releasers never become
+# garbage, so the GC cannot tear them apart while a context or output it must release waits
+# in a collected cycle.
+_open_libraries: set[_Library] = set()
+
+
+class _Release:
+    """The destructor of a context or output: calls the library's release function, then
+    tells the library one fewer object needs it."""
+
+    def __init__(self, library: _Library, function: Any) -> None:
+        self.library = library
+        self.function = function
+
+    def __call__(self, pointer: Any) -> None:
+        self.function(pointer)
+        self.library._pending.pop()
+        self.library._close_if_unused()
+
+
+class _Library:
+    """A model library's dlopen handle. It is closed once its model is gone and every
+    context and output the library must release has been (``own`` counts them): cffi itself
+    keeps every library an FFI opened for the life of the FFI (one per prefix here, for
+    good), so it is taken off that list. CUDA builds stay loaded: unloading one would run the
+    CUDA runtime's teardown."""
+
+    def __init__(self, ffi: cffi.FFI, path: str, prefix: str, keep_loaded: bool) -> None:
+        self.ffi = ffi
+        self.lib = ffi.dlopen(path)
+        self.keep_loaded = keep_loaded
+        self.model_gone = False
+        self._pending: list[None] = []   # one entry per object not yet released (append/pop are atomic)
+        self.release_context = _Release(self, getattr(self.lib, f"{prefix}_context_release"))
+        self.free_output = _Release(self, getattr(self.lib, f"{prefix}_free"))
+        if not keep_loaded:
+            with ffi._lock:
+                ffi._libraries.remove(self.lib)
+                caches = ffi._function_caches
+                del caches[next(i for i, c in enumerate(caches) if c is self.lib.__dict__)]
+        _open_libraries.add(self)
+
+    def own(self, pointer: Any, release: _Release) -> Any:
+        """``pointer``, released with ``release`` when it is collected."""
+        self._pending.append(None)
+        return self.ffi.gc(pointer, release)
+
+    def model_collected(self) -> None:
+        self.model_gone = True
+        self._close_if_unused()
+
+    def _close_if_unused(self) -> None:
+        if self.model_gone and not self._pending and not self.keep_loaded:
+            lib = self.__dict__.pop("lib", None)   # (atomic: one caller closes it)
+            if lib is not None:
+                self.ffi.dlclose(lib)
+                _open_libraries.discard(self)
+
+
 class CompiledModel:
     """A loaded artifact. ``run`` is thread-safe: each concurrent call gets its own context."""
 
@@ -107,9 +171,12 @@ class CompiledModel:
         self.manifest = manifest or read_manifest(folder)
         prefix = self.manifest["prefix"]
         self.ffi = _ffi(prefix)
-        self.lib = self.ffi.dlopen(os.path.join(folder, self.manifest["library"]))
-        _pin_openmp_runtime()
         try:
+            self._library = _Library(self.ffi, os.path.join(folder, self.manifest["library"]), prefix,
+                                     keep_loaded=self.manifest.get("device") == "cuda")
+            weakref.finalize(self, self._library.model_collected)
+            self.lib = self._library.lib
+            _pin_openmp_runtime()
             self._fn = self._functions(prefix)
         except AttributeError as e:
             raise ModelError(f"{folder!r} was built by another onnxc version ({e}); compile the model again") from e
@@ -192,7 +259,8 @@ class CompiledModel:
 
     def _new_context(self) -> Any:
         # released even when made halfway (a failed init leaves nothing behind)
-        ctx = self.ffi.gc(self.ffi.new("char[]", self._fn["context_size"]()), self._fn["context_release"])
+        ctx = self._library.own(self.ffi.new("char[]", self._fn["context_size"]()),
+                                self._library.release_context)
         if self._fn["context_init"](ctx, self._weights_ptr, self._weights_size) != 0:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
         if self._custom is not None:
@@ -221,7 +289,7 @@ class CompiledModel:
         seq.ranks = ranks
         keep += [data, dims, ranks]
         for i, a in enumerate(items):
-            buf = ffi.from_buffer(a) if a.nbytes else ffi.NULL
+            buf = ffi.from_buffer(a) if a.nbytes else _EMPTY
             keep.append(buf)
             data[i] = buf
         seq.data, seq.dims = data, dims
@@ -296,7 +364,7 @@ class CompiledModel:
             slot = self._plain_slot(arrays)
         ctx, in_ptrs, in_shapes, out_ptrs, out_shapes, bound, _sizes, last = slot
         try:
-            keep = [ffi.from_buffer(a) if a.nbytes else ffi.NULL for a in arrays]
+            keep = [ffi.from_buffer(a) if a.nbytes else _EMPTY for a in arrays]
             for i, buf in enumerate(keep):
                 in_ptrs[i] = buf
             if bound is not None:
@@ -321,7 +389,7 @@ class CompiledModel:
                 if bound is not None and out_ptrs[i] == targets[i]:
                     results.append(fresh[i])
                     continue
-                owned = ffi.gc(out_ptrs[i], self._fn["free"])
+                owned = self._library.own(out_ptrs[i], self._library.free_output)
                 results.append(np.frombuffer(ffi.buffer(owned, math.prod(shape) * self._out_items[i]),
                                              dtype=self._out_np[i]).reshape(shape))
             return results
@@ -407,7 +475,7 @@ class CompiledModel:
                 if self._in_dtypes[i] is dt.STRING:
                     in_ptrs[i] = self._strings_in(a, keep)
                     continue
-                buf = ffi.from_buffer(a) if a.nbytes else ffi.NULL
+                buf = ffi.from_buffer(a) if a.nbytes else _EMPTY
                 keep.append(buf)
                 in_ptrs[i] = buf
             dims = [d for a, kind in zip(arrays, self._in_kinds) if kind == "tensor" for d in a.shape]
@@ -472,7 +540,7 @@ class CompiledModel:
                     results.append(DeviceArray.adopt(shape, dtype.np, int(ffi.cast("uintptr_t", out_ptrs[i])),
                                                      self.device_id, self._device_free))
                     continue
-                owned = ffi.gc(out_ptrs[i], self._fn["free"])
+                owned = self._library.own(out_ptrs[i], self._library.free_output)
                 results.append(np.frombuffer(ffi.buffer(owned, nbytes), dtype=dtype.np).reshape(shape))
                 if self._out_kinds[i] == "map_sequence":  # ZipMap: one {label: score} per row,
                     keys = self.outputs[i]["keys"]         # keys sorted as onnxruntime's maps are

@@ -1,0 +1,231 @@
+"""The compile cache under damage, concurrency and other users: a damaged artifact is rebuilt
+(in the cache) or refused (given by the user), never loaded; processes building the same
+model at once make one artifact; a cache folder others can write is refused."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper
+
+import onnxc
+from helpers import make_model
+from onnxc.runtime import cache, session
+
+WEIGHTS = np.arange(256, dtype=np.float32)
+
+
+def add_weights_model() -> onnx.ModelProto:
+    """y = x + w: an output that shows at once whether the weights loaded are the built ones."""
+    w = onnx.numpy_helper.from_array(WEIGHTS, "w")
+    return make_model([helper.make_node("Add", ["x", "w"], ["y"])], [("x", T.FLOAT, [256])],
+                      [("y", T.FLOAT, [256])], [w])
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(root))
+    return root
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """The folders the session compiled into, in order."""
+    built = []
+    real = session.compile_model
+    monkeypatch.setattr(session, "compile_model", lambda source, out, options: built.append(out)
+                        or real(source, out, options))
+    return built
+
+
+def flip_middle_byte(path: str) -> None:
+    with open(path, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(size // 2)
+        byte = f.read(1)
+        f.seek(size // 2)
+        f.write(bytes([byte[0] ^ 0x5A]))
+
+
+def truncate_half(path: str) -> None:
+    os.truncate(path, os.path.getsize(path) // 2)
+
+
+def edit_manifest(path: str) -> None:
+    """Still valid JSON with the same checksums, another arena size: only the manifest's
+    own checksum tells."""
+    manifest = json.loads(open(path).read())
+    manifest["arena_bytes"] += 4096
+    with open(path, "w") as f:
+        json.dump(manifest, f)
+
+
+DAMAGES = {
+    "library flipped": ("libmodel.so", flip_middle_byte),
+    "library truncated": ("libmodel.so", truncate_half),
+    "library removed": ("libmodel.so", os.unlink),
+    "weights flipped": ("weights.bin", flip_middle_byte),
+    "weights truncated": ("weights.bin", truncate_half),
+    "manifest edited": ("manifest.json", edit_manifest),
+    "manifest truncated": ("manifest.json", truncate_half),
+    "verification record removed": (cache._VERIFIED, os.unlink),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_cached_artifact_is_rebuilt_not_loaded(damage, cache_dir, compiles):
+    data = add_weights_model().SerializeToString()
+    folder = onnxc.InferenceSession(data).artifact_dir
+    assert len(compiles) == 1
+    name, spoil = DAMAGES[damage]
+    spoil(os.path.join(folder, name))
+    sess = onnxc.InferenceSession(data)
+    assert len(compiles) == 2, "the damaged artifact was loaded instead of rebuilt"
+    assert sess.artifact_dir == folder
+    cache.verify_artifact(folder)
+    x = np.ones(256, np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x + WEIGHTS)
+    assert [n for n in os.listdir(cache_dir) if n.startswith(".")] == [], "a build folder was left behind"
+
+
+def test_an_intact_cached_artifact_is_loaded_without_compiling(cache_dir, compiles):
+    data = add_weights_model().SerializeToString()
+    onnxc.InferenceSession(data)
+    onnxc.InferenceSession(data)
+    assert len(compiles) == 1
+
+
+def test_a_build_folder_left_by_a_dead_process_is_removed(cache_dir, compiles):
+    data = add_weights_model().SerializeToString()
+    folder = onnxc.InferenceSession(data).artifact_dir
+    dead = cache_dir / f".{os.path.basename(folder)}-killed"
+    dead.mkdir()
+    (dead / "model.c").write_text("half a file")
+    flip_middle_byte(os.path.join(folder, "libmodel.so"))
+    onnxc.InferenceSession(data)
+    assert not dead.exists()
+
+
+@pytest.mark.parametrize("damage", ["library flipped", "library truncated", "weights flipped", "weights truncated",
+                                    "manifest truncated"])
+def test_an_artifact_folder_failing_its_checksums_is_refused(damage, tmp_path):
+    folder = tmp_path / "build"
+    onnxc.compile_model(add_weights_model(), folder)
+    x = np.ones(256, np.float32)
+    np.testing.assert_array_equal(onnxc.InferenceSession(str(folder)).run(None, {"x": x})[0], x + WEIGHTS)
+    name, spoil = DAMAGES[damage]
+    spoil(str(folder / name))
+    with pytest.raises(onnxc.ModelError, match="damaged onnxc artifact"):
+        onnxc.InferenceSession(str(folder))
+
+
+def test_weights_changed_after_a_verified_load_are_caught(tmp_path):
+    """The record of verified weights holds their size, mtime, ctime and inode: restoring the
+    mtime after a write (touch -r) does not make changed weights pass."""
+    folder = tmp_path / "build"
+    onnxc.compile_model(add_weights_model(), folder)
+    onnxc.InferenceSession(str(folder))
+    weights = str(folder / "weights.bin")
+    st = os.stat(weights)
+    flip_middle_byte(weights)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(onnxc.ModelError, match="weights.bin does not match"):
+        onnxc.InferenceSession(str(folder))
+
+
+def test_a_folder_without_a_manifest_is_not_an_artifact(tmp_path):
+    with pytest.raises(onnxc.ModelError, match="not an onnxc artifact"):
+        onnxc.InferenceSession(str(tmp_path))
+
+
+PROCESSES = 4
+
+WORKER = textwrap.dedent("""
+    import json, os, sys, time
+    import numpy as np
+    import onnxc
+    from onnxc.runtime import session
+    built = []
+    real = session.compile_model
+    def slow_compile(source, out, options):
+        built.append(out)
+        time.sleep(0.5)   # every process arrives while the first one builds
+        return real(source, out, options)
+    session.compile_model = slow_compile
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.001)
+    sess = onnxc.InferenceSession(sys.argv[1])
+    y = sess.run(None, {"x": np.arange(256, dtype=np.float32)})[0]
+    print(json.dumps({"built": len(built), "folder": sess.artifact_dir, "y": y.tobytes().hex()}))
+""")
+
+
+def test_processes_compiling_the_same_model_at_once_make_one_artifact(tmp_path, cache_dir):
+    model = tmp_path / "m.onnx"
+    onnx.save(add_weights_model(), str(model))
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(model), str(go)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(PROCESSES)]
+    go.touch()
+    reports = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    assert sum(r["built"] for r in reports) == 1, [r["built"] for r in reports]
+    assert len({r["folder"] for r in reports}) == 1
+    assert len({r["y"] for r in reports}) == 1
+    assert reports[0]["y"] == (np.arange(256, dtype=np.float32) + WEIGHTS).tobytes().hex()
+    artifacts = [n for n in os.listdir(cache_dir) if os.path.isdir(cache_dir / n) and n != "index"]
+    assert artifacts == [os.path.basename(reports[0]["folder"])]
+    cache.verify_artifact(reports[0]["folder"])
+
+
+def test_the_cache_folder_and_its_artifacts_are_user_only(tmp_path, monkeypatch):
+    root = tmp_path / "deep" / "cache"
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(root))
+    model = tmp_path / "m.onnx"
+    onnx.save(add_weights_model(), str(model))
+    folder = onnxc.InferenceSession(str(model)).artifact_dir
+    for path in (root, folder, root / "index"):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o700, path
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777, 0o720], ids=oct)
+def test_a_cache_folder_others_can_write_is_refused(mode, cache_dir, compiles):
+    cache_dir.mkdir()
+    os.chmod(cache_dir, mode)
+    with pytest.raises(cache.UnsafeCacheError, match="chmod 700") as info:
+        onnxc.InferenceSession(add_weights_model())
+    assert isinstance(info.value, onnxc.OnnxcError) and isinstance(info.value, PermissionError)
+    assert compiles == []
+
+
+def test_a_cache_inside_a_world_writable_folder_is_refused_unless_sticky(tmp_path, monkeypatch, compiles):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(shared / "mine" / "cache"))
+    os.chmod(shared, 0o777)
+    with pytest.raises(cache.UnsafeCacheError, match="every user can write"):
+        onnxc.InferenceSession(add_weights_model())
+    os.chmod(shared, 0o1777)   # as /tmp: others cannot rename or remove what is not theirs
+    onnxc.InferenceSession(add_weights_model())
+    assert len(compiles) == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_cache_folder_owned_by_another_user_is_refused(cache_dir, compiles):
+    cache_dir.mkdir(mode=0o700)
+    os.chown(cache_dir, 65534, 65534)
+    with pytest.raises(cache.UnsafeCacheError, match="not private"):
+        onnxc.InferenceSession(add_weights_model())
+    assert compiles == []

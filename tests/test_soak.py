@@ -1,0 +1,198 @@
+"""Load and soak: one session shared by many threads, long runs, many sessions.
+
+Each test prints what it measured (runs, RSS growth, sessions) for the reliability notes.
+The models are tiny so the full counts fit in CI: the point is the runtime around them.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as T
+from onnx import helper
+
+import onnxc
+from helpers import make_model
+
+THREADS, RUNS_PER_THREAD = 8, 2000
+LONG_RUNS, WARMUP_RUNS = 10_000, 1_000
+SESSIONS = 500
+RSS_BOUND = 2 << 20   # bytes of resident memory a soak may add once warm
+
+
+def mlp(batch: object, seed: int = 0) -> onnx.ModelProto:
+    """x[batch, 16] -> MatMul/Add/Tanh x2 -> MatMul/Add -> y[batch, 32], plus the indices of
+    y's positive entries (NonZero: an output whose size depends on the values)."""
+    rng = np.random.default_rng(seed)
+    inits, nodes, prev = [], [], "x"
+    widths = [(16, 64), (64, 64), (64, 32)]
+    for i, (k, n) in enumerate(widths):
+        inits += [onnx.numpy_helper.from_array(rng.standard_normal((k, n)).astype(np.float32) / 4, f"w{i}"),
+                  onnx.numpy_helper.from_array(rng.standard_normal(n).astype(np.float32) / 4, f"b{i}")]
+        nodes += [helper.make_node("MatMul", [prev, f"w{i}"], [f"mm{i}"]),
+                  helper.make_node("Add", [f"mm{i}", f"b{i}"], [f"h{i}" if i < len(widths) - 1 else "y"])]
+        if i < len(widths) - 1:
+            nodes.append(helper.make_node("Tanh", [f"h{i}"], [f"t{i}"]))
+            prev = f"t{i}"
+    nodes.append(helper.make_node("NonZero", ["y"], ["positive"]))
+    return make_model(nodes, [("x", T.FLOAT, [batch, 16])],
+                      [("y", T.FLOAT, [batch, 32]), ("positive", T.INT64, [2, None])], inits)
+
+
+def feeds(count: int, batches: list[int]) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(1)
+    return [{"x": rng.standard_normal((batches[i % len(batches)], 16)).astype(np.float32)} for i in range(count)]
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def settled_rss() -> int:
+    gc.collect()
+    return rss()
+
+
+@pytest.mark.parametrize("batch", [4, "batch"], ids=["static", "symbolic"])
+def test_threads_sharing_one_session_get_the_serial_results_bit_for_bit(batch, capsys):
+    """8 threads x 2,000 runs on one session, each thread cycling through the inputs from a
+    different start: every result equals the serial run's, byte for byte. The static model
+    takes the pooled fast path (outputs written in place), the symbolic one the general path
+    (outputs the model allocates)."""
+    sess = onnxc.InferenceSession(mlp(batch))
+    inputs = feeds(16, [4] if batch == 4 else [1, 3, 4, 7, 16])
+    serial = [[r.tobytes() for r in sess.run(None, f)] for f in inputs]
+    mismatches, errors = [], []
+    start = threading.Barrier(THREADS)
+
+    def worker(t: int) -> None:
+        try:
+            start.wait()
+            for k in range(RUNS_PER_THREAD):
+                j = (t * 5 + k) % len(inputs)
+                got = [r.tobytes() for r in sess.run(None, inputs[j])]
+                if got != serial[j]:
+                    mismatches.append((t, k, j))
+        except BaseException as e:   # a thread's exception would otherwise only be printed
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    with capsys.disabled():
+        print(f"\n[soak] batch {batch!r}: {THREADS} threads x {RUNS_PER_THREAD} runs = {THREADS * RUNS_PER_THREAD} "
+              f"runs on one session, {len(mismatches)} differ from the serial results")
+    assert not errors, errors[0]
+    assert not mismatches, f"{len(mismatches)} results differ, first (thread, run, input): {mismatches[0]}"
+
+
+def test_ten_thousand_runs_keep_resident_memory_flat(capsys):
+    """Outputs of value-dependent size (NonZero) and of a symbolic batch come from the
+    model's heap each run and are freed with their arrays: after a warm-up, 10,000 more runs
+    (some 250 MB of outputs in all) leave the resident size within RSS_BOUND."""
+    sess = onnxc.InferenceSession(mlp("batch"))
+    inputs = feeds(32, [1, 8, 17, 64, 128])
+    for k in range(WARMUP_RUNS):
+        sess.run(None, inputs[k % len(inputs)])
+    before = settled_rss()
+    produced = 0
+    for k in range(LONG_RUNS):
+        y, positive = sess.run(None, inputs[k % len(inputs)])
+        produced += y.nbytes + positive.nbytes
+    growth = settled_rss() - before
+    with capsys.disabled():
+        print(f"\n[soak] {LONG_RUNS} runs after {WARMUP_RUNS} warm-up runs ({produced / 2**20:.1f} MiB of outputs): "
+              f"RSS {before / 2**20:.1f} MiB -> grew {growth / 2**10:.0f} KiB (bound {RSS_BOUND >> 10} KiB)")
+    assert growth < RSS_BOUND, f"resident memory grew {growth} bytes over {LONG_RUNS} runs"
+
+
+def _library_maps(folder: str) -> int:
+    with open("/proc/self/maps") as f:
+        return sum(folder in line for line in f)
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_five_hundred_sessions_created_and_destroyed_leak_nothing(capsys):
+    """Each session maps the cached artifact's library and weights and makes contexts; when
+    it goes, all of it goes: no file descriptors, no mapping of the artifact's files (the
+    library is dlclosed), no threads and no resident memory left behind."""
+    data = mlp(4).SerializeToString()
+    x = feeds(1, [4])[0]
+    sess = onnxc.InferenceSession(data)   # compiles once; every later session loads from the cache
+    folder = sess.artifact_dir
+    assert _library_maps(folder) > 0
+    sess.run(None, x)
+    del sess
+    before = (_open_fds(), _threads(), settled_rss())
+    assert _library_maps(folder) == 0, "the library stays mapped after its session is gone"
+    for _ in range(SESSIONS):
+        sess = onnxc.InferenceSession(data)
+        y, positive = sess.run(None, x)
+        del sess, y, positive
+    fds, threads, memory = _open_fds(), _threads(), settled_rss()
+    maps = _library_maps(folder)
+    with capsys.disabled():
+        print(f"\n[soak] {SESSIONS} sessions created and destroyed: open fds {before[0]} -> {fds}, threads "
+              f"{before[1]} -> {threads}, maps of the artifact {maps}, RSS grew "
+              f"{(memory - before[2]) / 2**10:.0f} KiB (bound {RSS_BOUND >> 10} KiB)")
+    assert maps == 0, f"{maps} mappings of {folder} remain"
+    assert fds <= before[0], f"open file descriptors {before[0]} -> {fds}"
+    assert threads <= before[1], f"threads {before[1]} -> {threads}"
+    assert memory - before[2] < RSS_BOUND, f"resident memory grew {memory - before[2]} bytes"
+
+
+def test_outputs_outliving_their_session_stay_valid_and_free_after_it():
+    """An output the model allocated is freed by the model's library: the library stays
+    loaded until the last such output is gone, then unloads."""
+    sess = onnxc.InferenceSession(mlp("batch"))
+    folder = sess.artifact_dir
+    x = feeds(1, [3])[0]
+    y, positive = sess.run(None, x)
+    expected = [y.copy(), positive.copy()]
+    del sess
+    gc.collect()
+    assert _library_maps(folder) > 0, "the library went while an output it must free was alive"
+    np.testing.assert_array_equal(y, expected[0])
+    np.testing.assert_array_equal(positive, expected[1])
+    del y, positive
+    gc.collect()
+    assert _library_maps(folder) == 0
+
+
+def test_a_session_collected_in_a_reference_cycle_unloads_without_crashing(tmp_path):
+    """When a session, its contexts and its outputs die together in a cycle, the GC runs
+    finalizers before it frees anything: the library must still be loaded when the contexts
+    and outputs are released, and unloaded after (in a child process: a crash is a failure)."""
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp("batch"), str(path))
+    script = (
+        "import gc, sys, numpy as np, onnxc\n"
+        "gc.disable()\n"
+        "s = onnxc.InferenceSession(sys.argv[1])\n"
+        "folder = s.artifact_dir\n"
+        "outputs = s.run(None, {'x': np.ones((3, 16), np.float32)})\n"
+        "cycle = [s, outputs]\n"
+        "cycle.append(cycle)\n"
+        "del s, outputs, cycle\n"
+        "assert any(folder in line for line in open('/proc/self/maps'))\n"
+        "gc.collect()\n"
+        "print(sum(folder in line for line in open('/proc/self/maps')))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "0", "the library stayed mapped after the cycle was collected"
