@@ -43,7 +43,7 @@ def string_bytes(x) -> bytes:
     """A string element's bytes (numpy gives ``str`` or ``bytes``); NUL cannot be represented."""
     data = x.encode("utf-8") if isinstance(x, str) else bytes(x)
     if b"\0" in data:
-        raise UnsupportedError("strings with NUL bytes are not supported")
+        raise UnsupportedError(f"strings with NUL bytes are not supported ({data[:40]!r})")
     return data
 
 

@@ -66,6 +66,8 @@ class CompileOptions:
         if self.target == "cuda":
             return CudaToolchain(archs=self.cuda_archs, emulate=self.cuda_emulate)
         extra = list(self.extra_cflags) + (["-fopenmp"] if self.threads > 1 or self.inter_threads > 0 else [])
+        if self.denormal_as_zero:   # the value: how many threads (the caller's and OpenMP's) flush
+            extra.append(f"-DONNXC_DENORMAL_AS_ZERO={max(self.threads, self.inter_threads, 1)}")
         return Toolchain(opt=self.opt, march=self.march, extra=extra)
 
     # Custom-op libraries (SessionOptions.register_custom_ops_library): (path, sha256) pairs.
@@ -86,6 +88,9 @@ class CompileOptions:
     cuda_emulate: bool = False
     # float32 GEMM and convolution on tensor cores in TF32 (CUDAExecutionProvider's use_tf32, on by default)
     cuda_tf32: bool = True
+    # session.set_denormal_as_zero=1: each run flushes denormal floats to zero (FTZ/DAZ), then
+    # restores the caller's floating-point mode (templates/c/runtime.c.j2, onnxc_fpmode_flush).
+    denormal_as_zero: bool = False
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
 
     def key(self) -> str:

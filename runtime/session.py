@@ -152,6 +152,7 @@ class InferenceSession:
         path = self._model_path
         if path is not None and os.path.isdir(path):
             folder = os.fspath(path)
+            cache.verify_artifact(folder)   # a library that fails its checksum is never loaded
             if read_manifest(folder).get("device") == "cuda":
                 self._providers, self._cuda = [cuda.CUDA, CPU], self._cuda or {}
         else:
@@ -209,7 +210,8 @@ class InferenceSession:
                                  initializer_digests=digests, initializers=inits or None, custom_ops=libraries,
                                  threads=int(so.intra_op_num_threads) or usable_cores(),
                                  inter_threads=(int(so.inter_op_num_threads) or usable_cores())
-                                 if int(so.execution_mode) == 1 else 0)
+                                 if int(so.execution_mode) == 1 else 0,
+                                 denormal_as_zero=so._config.get("session.set_denormal_as_zero") == "1")
         return dataclasses.replace(options, **self._cuda_compile_options())
 
     def _cuda_compile_options(self) -> dict[str, Any]:
@@ -490,9 +492,12 @@ class InferenceSession:
                 continue
             if isinstance(value, DeviceArray) and self._cuda is None:
                 value = value.numpy()   # a CPU session reads a host copy
-            array = value if isinstance(value, (np.ndarray, DeviceArray)) else np.asarray(value)
+            array = value if isinstance(value, (np.ndarray, DeviceArray)) else _array_feed(spec, value, expected)
             if expected is dt.STRING and array.dtype.kind in "USO":
                 array = array.astype(object)
+            if isinstance(array, np.ndarray) and array.dtype != expected.np \
+                    and array.dtype.newbyteorder("=") == expected.np:
+                array = array.astype(expected.np)   # byte-swapped (e.g. '>f4' from a file): onnxruntime takes it
             if array.dtype != expected.np:
                 actual = _type_string(array.dtype)
                 raise InvalidArgument(f"Unexpected input data type. Actual: ({actual}) , expected: "
@@ -562,6 +567,19 @@ def _node_arg(info: dict) -> NodeArg:
     if kind != "tensor":
         return NodeArg(info["name"], _KIND_TYPE[kind].format(text), None)
     return NodeArg(info["name"], text, list(info["shape"]))
+
+
+def _array_feed(spec: NodeArg, value: Any, expected: dt.DType) -> np.ndarray:
+    """A tensor feed that is not an array. A list or tuple of numbers becomes an array of the
+    input's type, as onnxruntime converts it; None is refused by name."""
+    if value is None:
+        raise InvalidArgument(f"Required input {spec.name!r} is None: give a numpy array")
+    if isinstance(value, (list, tuple)) and expected.np.kind in "biuf":
+        try:
+            return np.array(value, dtype=expected.np)
+        except (OverflowError, TypeError, ValueError) as e:
+            raise InvalidArgument(f"input {spec.name!r}: the list is not a {expected.type_string} tensor ({e})") from None
+    return np.asarray(value)
 
 
 def _container_feed(spec: NodeArg, info: dict, value: Any, expected: dt.DType) -> Any:

@@ -1,4 +1,4 @@
-from ...codegen.names import c_string
+from ...codegen.literals import c_literal
 from .. import dtypes as dt
 from ..errors import UnsupportedError
 from ._elementwise import Unary
@@ -77,4 +77,4 @@ class RegexFullMatch(Unary):
     def lower(self, node, k):
         pattern = posix_pattern(node.attrs.get("pattern") or "", node.label)
         return k.kernel("c/regex_full_match.c.j2", ("c/helpers/regex.c.j2",), x=k.input(0).data(),
-                        y=k.out.data(), pattern=c_string(pattern, None))
+                        y=k.out.data(), pattern=c_literal(pattern, dt.STRING))

@@ -1,4 +1,4 @@
-from ...codegen.names import c_string
+from ...codegen.literals import c_literal
 from .. import dtypes as dt
 from .registry import OpDef, register
 
@@ -23,7 +23,7 @@ class StringNormalizer(OpDef):
         return [(dt.STRING, (1, kept) if x.rank == 2 else (kept,))]
 
     def _data(self, node, k):
-        return {"x": k.input(0).data(), "stopwords": [c_string(w, None) for w in node.attrs.get("stopwords") or ()],
+        return {"x": k.input(0).data(), "stopwords": [c_literal(w, dt.STRING) for w in node.attrs.get("stopwords") or ()],
                 "case_sensitive": bool(node.attrs.get("is_case_sensitive", 0)),
                 "action": node.attrs.get("case_change_action", "NONE")}
 

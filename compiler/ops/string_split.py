@@ -1,3 +1,4 @@
+from ...codegen.literals import c_literal
 from .. import dtypes as dt
 from .registry import OpDef, register
 
@@ -18,7 +19,7 @@ class StringSplit(OpDef):
     def _data(self, node, k):
         delimiter = node.attrs.get("delimiter") or ""
         maxsplit = node.attrs.get("maxsplit")
-        return {"x": k.input(0).data(), "delimiter": _c_bytes(delimiter), "delim_len": len(delimiter.encode()),
+        return {"x": k.input(0).data(), "delimiter": c_literal(delimiter, dt.STRING), "delim_len": len(delimiter.encode()),
                 "maxsplit": -1 if maxsplit is None else int(maxsplit)}
 
     def lower(self, node, k):
@@ -29,8 +30,3 @@ class StringSplit(OpDef):
                                                     "y": k.outputs[0].data(), "z": k.outputs[1].data()}
         kernel.helpers.append("c/helpers/strings.c.j2")
         return kernel
-
-
-def _c_bytes(text: str) -> str:
-    from ...codegen.names import c_string
-    return c_string(text, None)
