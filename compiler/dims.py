@@ -194,6 +194,23 @@ def broadcast_shapes(table: DimTable, *shapes: Shape) -> Shape:
     return tuple(out)
 
 
+# The largest tensor onnxc compiles: far beyond any machine it targets, and far below the
+# 2^63 bytes where the size arithmetic of generated code would overflow.
+MAX_TENSOR_BYTES = 1 << 40
+
+
+def check_size(shape: Shape, itemsize: int, what: str) -> None:
+    """Refuse a shape whose static dims alone make a tensor over MAX_TENSOR_BYTES. A zero dim
+    counts as one: the strides of a [0, 2**62] tensor overflow just the same."""
+    size = itemsize
+    for d in shape:
+        if isinstance(d, int):
+            size *= max(d, 1)
+    if size > MAX_TENSOR_BYTES:
+        raise ShapeError(f"{what} of shape {list(shape)} would take {size} bytes, over onnxc's limit of "
+                         f"{MAX_TENSOR_BYTES} (1 TiB)")
+
+
 def is_static(shape: Shape) -> bool:
     return all(isinstance(d, int) for d in shape)
 

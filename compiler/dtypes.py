@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
-from .errors import UnsupportedError
+from .errors import ModelError, UnsupportedError
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,9 @@ def from_onnx(code: int) -> DType:
     try:
         return _BY_ONNX[code]
     except KeyError:
-        name = TensorProto.DataType.Name(code) if code in TensorProto.DataType.values() else str(code)
-        raise UnsupportedError(f"element type {name} is not supported") from None
+        if code not in TensorProto.DataType.values() or code == TensorProto.UNDEFINED:
+            raise ModelError(f"element type {code} is not an ONNX element type") from None
+        raise UnsupportedError(f"element type {TensorProto.DataType.Name(code)} is not supported") from None
 
 
 def from_numpy(dtype: np.dtype) -> DType:

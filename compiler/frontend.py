@@ -14,9 +14,10 @@ from typing import Optional, Union
 import numpy as np
 import onnx
 import onnx.inliner
-from onnx import numpy_helper
+from onnx import external_data_helper, numpy_helper
 
 from . import dtypes as dt
+from .dims import check_size
 from .errors import ModelError, UnsupportedError
 from .ir import Graph, ModelMeta, Node, Value
 from .ops import registry
@@ -25,9 +26,14 @@ log = logging.getLogger("onnxc")
 
 ModelSource = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
+# The newest opset of each standard domain the installed onnx package knows, from its release table.
+STANDARD_OPSETS = {"": max(row[2] for row in onnx.helper.VERSION_TABLE),
+                   "ai.onnx.ml": max(row[3] for row in onnx.helper.VERSION_TABLE if row[3] is not None)}
+
 
 def load_model(source: ModelSource) -> onnx.ModelProto:
-    """Load and check a model; external data is resolved next to a model file."""
+    """Load and check a model; external data is resolved next to a model file, never outside its folder."""
+    folder = None
     try:
         if isinstance(source, onnx.ModelProto):
             model = source
@@ -37,21 +43,84 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
             path = os.fspath(source)
             if not os.path.isfile(path):
                 raise ModelError(f"model file not found: {path}")
-            model = onnx.load(path, load_external_data=True)
+            model = onnx.load(path, load_external_data=False)
+            folder = os.path.dirname(os.path.abspath(path))
+        _check_external_data(model, folder)
+        if folder is not None:
+            external_data_helper.load_external_data_for_model(model, folder)
     except ModelError:
         raise
-    except Exception as e:  # protobuf decode errors, bad external data
+    except Exception as e:  # protobuf decode errors, unreadable external data
         raise ModelError(f"cannot load the model: {e}") from e
     try:
         onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as e:
+    except Exception as e:
         # Ops the standard later deprecated (GroupNormalization-18 ...) are still valid in the
         # opsets they were written for; onnxruntime runs them, so do we.
         if "is deprecated in domain_version" not in str(e):
             raise ModelError(f"the model is not valid ONNX: {e}") from e
+    _check_opsets(model)
     if model.functions:
-        model = onnx.inliner.inline_local_functions(model)
+        try:
+            model = onnx.inliner.inline_local_functions(model)
+        except Exception as e:
+            raise ModelError(f"the model's functions cannot be inlined: {e}") from e
     return model
+
+
+def _check_external_data(model: onnx.ModelProto, folder: Optional[str]) -> None:
+    """Every external data file is a regular file inside ``folder`` (links resolved) that holds
+    the bytes the tensor names: a model cannot make onnxc read other files."""
+    for tensor in _all_tensors(model.graph):
+        if not external_data_helper.uses_external_data(tensor):
+            continue
+        info = external_data_helper.ExternalDataInfo(tensor)
+        where = f"tensor {tensor.name!r}: external data {info.location!r}"
+        if folder is None:
+            raise ModelError(f"{where}: a model given as bytes or a ModelProto has no folder to read external "
+                             "data from; give the model's path")
+        if not info.location or os.path.isabs(info.location):
+            raise ModelError(f"{where} must be a path relative to the model's folder")
+        root = os.path.realpath(folder)
+        path = os.path.realpath(os.path.join(root, info.location))
+        if os.path.commonpath([root, path]) != root:
+            raise ModelError(f"{where} is outside the model's folder {folder}")
+        if not os.path.isfile(path):
+            raise ModelError(f"{where} is not a file in the model's folder")
+        size = os.path.getsize(path)
+        offset, length = info.offset or 0, info.length
+        if offset < 0 or offset > size or (length is not None and (length < 0 or offset + length > size)):
+            raise ModelError(f"{where}: offset {offset} and length {length} do not fit its {size} bytes")
+
+
+def _all_tensors(graph: onnx.GraphProto):
+    """Initializers and tensor attributes of ``graph`` and of its bodies."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from _all_tensors(a.g)
+            for g in a.graphs:
+                yield from _all_tensors(g)
+
+
+def _check_opsets(model: onnx.ModelProto) -> None:
+    """One version per domain, and none newer than the onnx package defines for standard domains
+    (their schemas would be read as the newest known, silently)."""
+    seen: dict[str, int] = {}
+    for imp in model.opset_import:
+        domain = "" if imp.domain == "ai.onnx" else imp.domain
+        if seen.setdefault(domain, imp.version) != imp.version:
+            raise ModelError(f"opset of {domain or 'ai.onnx'} imported twice: {seen[domain]} and {imp.version}")
+        newest = STANDARD_OPSETS.get(domain)
+        if newest is not None and imp.version > newest:
+            raise UnsupportedError(f"opset {imp.version} of {domain or 'ai.onnx'} is newer than the newest the "
+                                   f"installed onnx package defines ({newest})")
 
 
 def opset_map(model: onnx.ModelProto) -> dict[str, int]:
@@ -108,12 +177,15 @@ def _tensor_type(vi: onnx.ValueInfoProto, graph: Graph, where: str) -> tuple[dt.
         raise UnsupportedError(f"{where} {vi.name!r} has no shape (unknown rank)")
     shape = []
     for axis, d in enumerate(tt.tensor_type.shape.dim):
+        if d.HasField("dim_value") and d.dim_value < -1:  # -1: unknown, as some exporters write it
+            raise ModelError(f"{where} {vi.name!r} has negative dim {d.dim_value} on axis {axis}")
         if d.HasField("dim_value") and d.dim_value >= 0:
             shape.append(int(d.dim_value))
         elif d.dim_param and d.dim_param.strip("?") and not d.dim_param.lstrip("-").isdigit():
             shape.append(graph.dims.declare_input(d.dim_param, f"{vi.name}[{axis}]"))
         else:
             shape.append(graph.dims.declare_input(f"{vi.name}_dim{axis}", f"{vi.name}[{axis}]"))
+    check_size(shape, dtype.itemsize, f"{where} {vi.name!r}")
     return dtype, tuple(shape)
 
 
@@ -153,6 +225,9 @@ def build_graph(model: onnx.ModelProto) -> Graph:
     opsets = opset_map(model)
     check_supported(model, opsets)
     g = model.graph
+    if not g.output:
+        # (onnxruntime loads such a model and its run returns nothing)
+        raise ModelError("the graph has no outputs: there is nothing to compute")
     graph = Graph(g.name or "main")
     graph.opsets = opsets
     graph.meta = ModelMeta(
@@ -191,11 +266,13 @@ def _add_outputs(graph: Graph, g: onnx.GraphProto, scope, where: str) -> None:
 
 def _add_initializers(graph: Graph, g: onnx.GraphProto, by_name) -> None:
     for init in g.initializer:
+        dtype = dt.from_onnx(init.data_type)
+        check_size(tuple(init.dims), dtype.itemsize, f"initializer {init.name!r}")
         try:
             array = numpy_helper.to_array(init)
         except Exception as e:
             raise ModelError(f"initializer {init.name!r} cannot be read: {e}") from e
-        v = graph.new_value(init.name, dt.from_onnx(init.data_type), tuple(array.shape), np.asarray(array, order="C"))
+        v = graph.new_value(init.name, dtype, tuple(array.shape), np.asarray(array, order="C"))
         by_name[init.name] = v
     if g.sparse_initializer:
         raise UnsupportedError("sparse initializers are not supported")

@@ -112,9 +112,13 @@ def _hash_model_file(path: str) -> tuple[str, list[str]]:
         raise ModelError(f"cannot read the model file: {e}") from e
     h.update(data)
     if b"location" in data:  # cheap pre-check before parsing for external data references
+        folder = os.path.realpath(os.path.dirname(path) or ".")
         for location in _external_locations(data):
             h.update(location.encode())
             external = os.path.join(os.path.dirname(path), location)
+            real = os.path.realpath(external)
+            if os.path.commonpath([folder, real]) != folder or not os.path.isfile(real):
+                continue   # outside the model's folder, or no plain file (/dev/zero): the frontend refuses it
             files.append(external)
             with contextlib.suppress(OSError):
                 with open(external, "rb") as f:

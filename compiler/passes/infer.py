@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
-from ..dims import is_static, num_elements
+from ..dims import check_size, is_static, num_elements
 from ..errors import ModelError, OnnxcError, ShapeError
 from ..ir import Graph, Node
 from ..ops.registry import InferContext
@@ -46,6 +46,7 @@ def infer_node(graph: Graph, node: Node) -> None:
         for d in shape or ():
             if isinstance(d, int) and d < 0:
                 raise ShapeError(f"{node.label}: output {out.name!r} would have negative dim {d}")
+        check_size(shape or (), dtype.itemsize, f"{node.label}: output {out.name!r}")
         out.dtype, out.shape = dtype, (tuple(shape) if shape is not None else None)
     node.dim_checks = list(dict.fromkeys(graph.dims.checks))
     for i, out in enumerate(node.outputs):
