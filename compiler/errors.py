@@ -33,3 +33,8 @@ class InvalidArgument(OnnxcError, ValueError):
 
 class RuntimeFailure(OnnxcError, RuntimeError):
     """The generated code reported an error while running (e.g. an index out of range)."""
+
+
+class UnsafeCacheError(OnnxcError, PermissionError):
+    """The compile cache folder is not private to the user: libraries loaded from it could be
+    anyone's code."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .compiler.errors import (CompileError, InvalidArgument, ModelError, OnnxcError, RuntimeFailure,
-                              ShapeError, UnsupportedError)
+                              ShapeError, UnsafeCacheError, UnsupportedError)
 from .driver import CompileOptions, compile_model
 from .runtime.ortvalue import IOBinding, OrtValue
 from .runtime.options import Env, ExecutionMode, OrtLoggingLevel, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
@@ -20,5 +20,5 @@ __all__ = [
     "NodeArg",
     "get_available_providers", "get_all_providers", "compile_model", "CompileOptions",
     "OnnxcError", "ModelError", "UnsupportedError", "ShapeError", "CompileError", "InvalidArgument",
-    "RuntimeFailure", "set_default_logger_severity", "OrtValue", "IOBinding", "Env", "OrtLoggingLevel",
+    "RuntimeFailure", "UnsafeCacheError", "set_default_logger_severity", "OrtValue", "IOBinding", "Env", "OrtLoggingLevel",
 ]

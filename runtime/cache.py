@@ -22,12 +22,7 @@ from typing import Callable, Iterator, Optional
 import onnx
 
 from .. import __version__
-from ..compiler.errors import ModelError, OnnxcError
-
-
-class UnsafeCacheError(OnnxcError, PermissionError):
-    """The compile cache folder is not private to the user: libraries loaded from it could be
-    anyone's code."""
+from ..compiler.errors import ModelError, UnsafeCacheError
 
 
 def cache_root() -> str:
