@@ -542,7 +542,8 @@ class CEmitter:
             if helper not in self.unit.helpers:
                 self.unit.helpers.append(helper)
         scratch = [(params(name, "scratch_"), size) for name, size in kernel.scratch.items()]
-        body, launch = self._render_kernel(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]})
+        body, launch = self._render_kernel(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]},
+                                           node)
         dims = _used_dims(body)
         used = _used_tensors(body, tensor_args)
         for t in outputs:
@@ -597,8 +598,8 @@ class CEmitter:
         for var in heap_scratch:
             self.steps.append({"kind": "free", "var": var, "free": "free"})
 
-    def _render_kernel(self, template: str, data: dict[str, Any]) -> tuple[str, Optional[dict[str, Any]]]:
-        """A node function's body from its kernel family template; a backend may render another
+    def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
+        """``node``'s function body from its kernel family template; a backend may render another
         template of the family and say how to launch it (the C build calls it)."""
         return render(template, data), None
 

@@ -137,10 +137,11 @@ class CudaEmitter(CEmitter):
         weights.extend(raw)
         self.unit.const_locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset, ctype=v.dtype.c_type)
 
-    def _render_kernel(self, template: str, data: dict[str, Any]) -> tuple[str, Optional[dict[str, Any]]]:
+    def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
         name = parallel_template(template)
-        if name is None:
-            return super()._render_kernel(template, data)
+        empty = any(v.is_tensor and 0 in v.shape for v in node.outputs)
+        if name is None or empty:   # (nothing to spread over threads: the C loops, which run no iteration)
+            return super()._render_kernel(template, data, node)
         module = environment().get_template(name).make_module(data)
         launch = getattr(module, "launch", None)
         if launch is None:       # this variant of the family stays serial

@@ -53,3 +53,26 @@ def assert_matches_ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray], rto
             np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol,
                                        equal_nan=True, err_msg=f"output {i}")
     return actual
+
+
+# --- the CUDA build ----------------------------------------------------------------------------
+
+def cuda_session(model: onnx.ModelProto) -> onnxc.InferenceSession:
+    """A session on the CUDA build (under emulation in tests without a GPU); fails if refused."""
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=["CUDAExecutionProvider"])
+    assert sess.get_providers()[0] == "CUDAExecutionProvider", "the CUDA build was refused"
+    return sess
+
+
+def cuda_launches(sess: onnxc.InferenceSession) -> dict[str, str]:
+    """How each node of a CUDA session's build is launched, by node name: "block" (threads
+    that meet at barriers), "grid" (a grid of threads) or "serial" (one thread)."""
+    import os
+    import re
+    with open(os.path.join(sess._folder, "model.cu")) as f:
+        src = f.read()
+    out = {}
+    for sync, fn, blocks, threads in re.findall(r"ONNXC_LAUNCH(_SYNC)?\((node\d+_\w+?)_kernel, (\w+), (\d+),", src):
+        name = fn.split("_", 2)[2]
+        out[name] = "serial" if blocks == "1" and threads == "1" else "block" if sync else "grid"
+    return out

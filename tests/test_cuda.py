@@ -303,9 +303,9 @@ def _cases(env: str, parts: int) -> list[str]:
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("name", _cases("ONNXC_CUDA_CONFORMANCE", 5))
+@pytest.mark.parametrize("name", _cases("ONNXC_CUDA_CONFORMANCE", 10))
 def test_conformance_case_on_emulated_cuda(name, tmp_path, emulated):
-    """A fifth of the cases (ONNXC_CUDA_CONFORMANCE=all: every one) through the CUDA build's
+    """A tenth of the cases (ONNXC_CUDA_CONFORMANCE=all: every one) through the CUDA build's
     source, run with the CUDA runtime emulated on the CPU."""
     from conformance.cases import all_cases, run_case
     try:

@@ -7,8 +7,6 @@ scatters one block), not one thread.
 """
 from __future__ import annotations
 
-import os
-import re
 
 import numpy as np
 import pytest
@@ -16,7 +14,8 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper, shape_inference
 
 import onnxc
-from helpers import make_model, run_ort
+from helpers import cuda_launches as launches
+from helpers import cuda_session, make_model, run_ort
 from onnxc.runtime import cuda
 
 CUDA = "CUDAExecutionProvider"
@@ -25,26 +24,6 @@ CUDA = "CUDAExecutionProvider"
 @pytest.fixture(autouse=True)
 def emulated(monkeypatch):
     monkeypatch.setenv(cuda.EMULATE_ENV, "1")
-
-
-def cuda_session(model) -> onnxc.InferenceSession:
-    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
-    assert sess.get_providers()[0] == CUDA, "the CUDA build was refused"
-    return sess
-
-
-def launches(sess) -> dict[str, str]:
-    """How each node is launched, by node name: "block" (threads that meet at barriers),
-    "grid" (a grid of threads) or "serial" (one thread)."""
-    src = open(os.path.join(sess._folder, "model.cu")).read()
-    out = {}
-    for sync, fn, blocks, threads in re.findall(r"ONNXC_LAUNCH(_SYNC)?\((node\d+_\w+?)_kernel, (\w+), (\d+),", src):
-        name = fn.split("_", 2)[2]
-        if blocks == "1" and threads == "1":
-            out[name] = "serial"
-        else:
-            out[name] = "block" if sync else "grid"
-    return out
 
 
 def check(model, feeds, expect_launch: dict[str, str], sess=None, rtol=1e-5, atol=1e-6) -> onnxc.InferenceSession:

@@ -6,16 +6,14 @@ in parallel: a block per row (a sync launch) or a grid of threads, not one threa
 """
 from __future__ import annotations
 
-import os
-import re
 
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper
 
-import onnxc
-from helpers import make_model, run_ort
+from helpers import cuda_launches as launches
+from helpers import cuda_session, make_model, run_ort
 from onnxc.runtime import cuda
 
 CUDA = "CUDAExecutionProvider"
@@ -25,26 +23,6 @@ SMALL = {"rtol": 1e-4, "atol": 1e-5}
 @pytest.fixture(autouse=True)
 def emulated(monkeypatch):
     monkeypatch.setenv(cuda.EMULATE_ENV, "1")
-
-
-def cuda_session(model) -> onnxc.InferenceSession:
-    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
-    assert sess.get_providers()[0] == CUDA, "the CUDA build was refused"
-    return sess
-
-
-def launches(sess) -> dict[str, str]:
-    """How each node is launched, by node name: "block" (a block per row, threads that meet at
-    barriers), "grid" (a grid of threads) or "serial" (one thread)."""
-    src = open(os.path.join(sess._folder, "model.cu")).read()
-    out = {}
-    for sync, fn, blocks, threads in re.findall(r"ONNXC_LAUNCH(_SYNC)?\((node\d+_\w+?)_kernel, (\w+), (\d+),", src):
-        name = fn.split("_", 2)[2]
-        if blocks == "1" and threads == "1":
-            out[name] = "serial"
-        else:
-            out[name] = "block" if sync else "grid"
-    return out
 
 
 def check(model, feeds, expect_launch: dict[str, str], reference=None, **tol) -> None:
