@@ -139,10 +139,13 @@ class _Library:
         self.release_context = _Release(self, getattr(self.lib, f"{prefix}_context_release"))
         self.free_output = _Release(self, getattr(self.lib, f"{prefix}_free"))
         if not keep_loaded:
-            with ffi._lock:
-                ffi._libraries.remove(self.lib)
-                caches = ffi._function_caches
-                del caches[next(i for i, c in enumerate(caches) if c is self.lib.__dict__)]
+            try:   # (cffi's own bookkeeping: a cffi that keeps it elsewhere keeps the library loaded)
+                with ffi._lock:
+                    ffi._libraries.remove(self.lib)
+                    caches = ffi._function_caches
+                    del caches[next(i for i, c in enumerate(caches) if c is self.lib.__dict__)]
+            except (AttributeError, ValueError, StopIteration):
+                self.keep_loaded = True
         _open_libraries.add(self)
 
     def own(self, pointer: Any, release: _Release) -> Any:
