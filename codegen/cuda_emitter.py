@@ -5,10 +5,12 @@ What differs from the C build is data and a few overrides: every constant goes t
 which a session copies to the device once; inputs are copied to the device after their dims
 are bound; outputs are computed in device memory and copied back at the end of a run; heap
 values and scratch come from cudaMalloc. Each node function is launched by a kernel of its own
-in stream order; output dims computed from data are computed on the host from copies of the
-tensors they depend on. What cannot run there (strings, sequences, control flow) raises
-UnsupportedError naming the nodes, and the session runs the model on the CPU instead (custom
-ops are refused before, by the driver).
+in stream order (a family with a template under ``templates/cuda/`` is launched over many
+threads, see ``parallel_template``); output dims computed from data are computed on the host
+from copies of the tensors they depend on, and control flow runs on the host between kernels.
+What cannot run there (strings, sequences, optionals) raises UnsupportedError naming the
+values, and the session runs the model on the CPU instead (custom ops are refused before, by
+the driver).
 """
 from __future__ import annotations
 
