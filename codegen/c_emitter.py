@@ -500,8 +500,12 @@ class CEmitter:
             args = ["ctx"] + dims + [self._loc(v).var for _, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
             # (a CUDA build runs it on the host, on host copies of the tensors it reads)
-            stage = [{"bytes": self._nbytes_expr(v), "ctype": t.ctype, "var": self._loc(v).var} for t, v in used]
-            host_args = ["ctx"] + dims + [f"(const {t.ctype} *)staged{i}" for i, (t, _) in enumerate(used)] \
+            # (containers live on the host in every build: only tensors are staged)
+            stage = [{"bytes": self._nbytes_expr(v), "ctype": t.ctype, "var": self._loc(v).var}
+                     for t, v in used if v.is_tensor]
+            staged = iter(range(len(stage)))
+            host_args = ["ctx"] + dims \
+                + [f"(const {t.ctype} *)staged{next(staged)}" if v.is_tensor else self._loc(v).var for t, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
             self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label, "host": True,
                                "stage": stage, "host_args": host_args})

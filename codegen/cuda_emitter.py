@@ -7,10 +7,10 @@ are bound; outputs are computed in device memory and copied back at the end of a
 values and scratch come from cudaMalloc. Each node function is launched by a kernel of its own
 in stream order (a family with a template under ``templates/cuda/`` is launched over many
 threads, see ``parallel_template``); output dims computed from data are computed on the host
-from copies of the tensors they depend on, and control flow runs on the host between kernels.
-What cannot run there (strings, sequences, optionals) raises UnsupportedError naming the
-values, and the session runs the model on the CPU instead (custom ops are refused before, by
-the driver).
+from copies of the tensors they depend on, and control flow and the nodes of sequences and
+optionals (which live in host memory) run on the host between kernels. String tensors cannot
+run there: they raise UnsupportedError naming the values, and the session runs the model on
+the CPU instead (custom ops are refused before, by the driver).
 """
 from __future__ import annotations
 
@@ -62,11 +62,6 @@ class CudaEmitter(CEmitter):
         for v in self.g.values():
             if v.dtype is dt.STRING:
                 problems.append(f"string tensor {v.name!r}")
-            elif not v.is_tensor:
-                problems.append(f"{v.kind} value {v.name!r}")
-        for node in self.g.nodes:
-            if node.impl.allocates_outputs and not node.subgraphs:
-                problems.append(f"outputs allocated by the kernel ({node.op_type} {node.name!r})")
         if problems:
             raise UnsupportedError("not on the GPU: " + "; ".join(dict.fromkeys(problems[:6]))
                                    + (" ..." if len(problems) > 6 else ""))
@@ -88,34 +83,61 @@ class CudaEmitter(CEmitter):
         return [f"{st['comment']} {st['host_why']}" for st in self.steps
                 if st["kind"] == "call" and st.get("host")][:3]
 
+    @staticmethod
+    def _on_host(node: Node) -> Optional[str]:
+        """Why ``node`` runs on the host, if it does: control flow (If, Loop, Scan, SequenceMap)
+        as onnxruntime's CUDA provider runs it, and the nodes that make or read sequences and
+        optionals, which live in host memory (lists of tensors of their own sizes, made and
+        resized at run time)."""
+        if node.subgraphs:
+            return "control flow"
+        if any(v is not None and not v.is_tensor for v in list(node.inputs) + list(node.outputs)):
+            return "sequences and optionals live in host memory"
+        if node.impl.allocates_outputs:
+            return "outputs allocated at run time"
+        return None
+
     def _emit_node(self, index: int, node: Node) -> None:
-        """Control flow (If, Loop, Scan) runs on the host, as onnxruntime's CUDA provider runs it:
-        its kernel and bodies are the C build's, on host copies of the tensors it reads; the
-        outputs it makes go to the device. Its bodies' nodes run on the host too."""
+        """A node that runs on the host (``_on_host``) is the C build's kernel, called between the
+        kernels on host copies of the tensors it reads; the tensors it makes go to the device
+        (adopted ones, or its outputs' places there). Control flow bodies' nodes run on the host
+        too."""
         first_fn, first_step = len(self.unit.functions), len(self.steps)
         super()._emit_node(index, node)
         for st in self.steps[first_step:]:
             if st["kind"] == "call" and st.get("host"):
                 st["host_why"] = "computes output dims from data on the host"
-        if not node.subgraphs:
+        why = self._on_host(node)
+        if why is None or self.is_body:
             return
         for fn in self.unit.functions[first_fn:]:
             fn["host"] = True
             if fn["kind"] == "body":
                 fn["run"]["host_run"] = True
-        call = next(st for st in self.steps[first_step:] if st["kind"] == "call")
+        call = [st for st in self.steps[first_step:] if st["kind"] == "call"][-1]
         if call.get("scratch"):
             raise UnsupportedError(f"not on the GPU: {node.label} needs scratch memory on the host")
         args = list(call["args"])
         for j, t in enumerate(call["reads"]):
             args[t["pos"]] = f"(const {t['ctype']} *)staged{j}"
-        call.update(host=True, host_why="runs on the host (control flow)", host_args=args,
+        # tensors it writes in place (not adopted): made in host buffers, then copied to theirs
+        results = []
+        if not node.impl.allocates_outputs:
+            first_out = len(args) - len(node.outputs)
+            for j, v in enumerate(node.outputs):
+                if v.is_tensor:
+                    pos = first_out + j
+                    results.append({"bytes": self._nbytes_expr(v), "ctype": _ctype(v), "var": args[pos]})
+                    args[pos] = f"({_ctype(v)} *)result{len(results) - 1}"
+        call.update(host=True, host_why=f"runs on the host ({why})", host_args=args, results=results,
                     stage=[{"bytes": t["bytes"], "ctype": t["ctype"], "var": call["args"][t["pos"]]}
                            for t in call["reads"]])
         outputs = iter(node.outputs)
         for st in self.steps[first_step:]:
             if st["kind"] == "adopt":
-                st["upload"] = self._nbytes_expr(next(outputs))
+                v = next(outputs)
+                if v.is_tensor:
+                    st["upload"] = self._nbytes_expr(v)
 
     def emit(self) -> CModel:
         model = self._emit_checked()
@@ -142,7 +164,7 @@ class CudaEmitter(CEmitter):
     def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
         name = parallel_template(template)
         empty = any(v.is_tensor and 0 in v.shape for v in node.outputs)
-        if name is None or empty:   # (nothing to spread over threads: the C loops, which run no iteration)
+        if name is None or empty or self.is_body or self._on_host(node):   # (nothing to spread over threads: the C loops, which run no iteration)
             return super()._render_kernel(template, data, node)
         module = environment().get_template(name).make_module(data)
         launch = getattr(module, "launch", None)
@@ -157,6 +179,8 @@ class CudaEmitter(CEmitter):
         if self.is_body:
             return
         for i, v in enumerate(self.entry_inputs):
+            if not v.is_tensor:   # sequences and optionals stay in host memory
+                continue
             loc = self.locs[id(v)]
             self.steps.append({"kind": "to_device", "index": i, "var": loc.var, "ctype": _ctype(v),
                                "bytes": self._nbytes_expr(v)})

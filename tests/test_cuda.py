@@ -20,6 +20,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import onnxc
+from helpers import cuda_launches as launches
 from helpers import make_model, run_ort
 from onnxc.runtime import cuda
 
@@ -142,6 +143,57 @@ def test_control_flow_runs_on_the_host_between_device_kernels(emulated):
         feed = {"x0": x, "n": np.array(n, np.int64), "yes": np.array(True)}
         np.testing.assert_allclose(sess.run(None, feed)[0], run_ort(model, feed)[0], rtol=1e-6, atol=1e-6)
     with pytest.raises(onnxc.RuntimeFailure, match="cannot use the CUDA Graph.*Loop.*on the host"):
+        onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"enable_cuda_graph": 1})])
+
+
+def test_sequences_and_optionals_live_on_the_host_between_device_kernels(emulated):
+    """Sequences and optionals are host memory in the CUDA build, as lists of tensors of their own
+    sizes: the nodes that make or read them run on the host on copies of the tensors they read,
+    and the tensors they make (SequenceAt, ConcatFromSequence, SequenceLength,
+    OptionalHasElement) go to the device for the next kernel. A sequence is an input and an
+    output of the model too."""
+    f = TP.FLOAT
+    seq_f = helper.make_sequence_type_proto(helper.make_tensor_type_proto(f, None))
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("SequenceConstruct", ["x", "r"], ["s"], name="construct"),
+             helper.make_node("SequenceInsert", ["s", "r"], ["s2"], name="insert"),
+             helper.make_node("SequenceAt", ["s2", "at"], ["e"], name="at"),
+             helper.make_node("Mul", ["e", "e"], ["y"], name="square"),
+             helper.make_node("ConcatFromSequence", ["s2"], ["c"], name="concat", axis=0),
+             helper.make_node("Neg", ["c"], ["cn"], name="neg"),
+             helper.make_node("SequenceLength", ["given"], ["n"], name="length"),
+             helper.make_node("Optional", ["x"], ["o"], name="wrap"),
+             helper.make_node("OptionalHasElement", ["o"], ["has"], name="has")]
+    graph = helper.make_graph(
+        nodes, "seq", [helper.make_tensor_value_info("x", f, ["N", 300]),
+                       helper.make_tensor_value_info("at", TP.INT64, []),
+                       helper.make_value_info("given", seq_f)],
+        [helper.make_tensor_value_info("y", f, ["N", 300]), helper.make_tensor_value_info("cn", f, [None, 300]),
+         helper.make_tensor_value_info("n", TP.INT64, []), helper.make_tensor_value_info("has", TP.BOOL, []),
+         helper.make_value_info("s2", seq_f)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    sess = onnxc.InferenceSession(model.SerializeToString(), providers=[CUDA])
+    assert sess.get_providers()[0] == CUDA
+    source = open(os.path.join(sess._folder, "model.cu")).read()
+    for op in ("SequenceConstruct", "SequenceInsert", "SequenceAt", "ConcatFromSequence", "SequenceLength",
+               "OptionalHasElement"):
+        assert re.search(rf"ONNXC_HOST_NODE static int node\d+_{op}", source), op
+    assert {k: v for k, v in launches(sess).items() if k in ("relu", "square", "neg")} == \
+        {"relu": "grid", "square": "grid", "neg": "grid"}
+    rng = np.random.default_rng(0)
+    for batch, at in ((2, -1), (3, 0), (1, 2)):
+        feed = {"x": rng.standard_normal((batch, 300)).astype(np.float32), "at": np.array(at, np.int64),
+                "given": [np.ones((2, 2), np.float32), np.zeros((batch, 1), np.float32)]}
+        got, want = sess.run(None, feed), run_ort(model, feed)
+        for g, w in zip(got[:4], want[:4]):
+            np.testing.assert_array_equal(g, w)
+        assert len(got[4]) == 3
+        for g, w in zip(got[4], want[4]):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(onnxc.RuntimeFailure, match="sequence position out of range"):
+        sess.run(None, {**feed, "at": np.array(7, np.int64)})
+    with pytest.raises(onnxc.RuntimeFailure, match="cannot use the CUDA Graph.*on the host"):
         onnxc.InferenceSession(model.SerializeToString(), providers=[(CUDA, {"enable_cuda_graph": 1})])
 
 
