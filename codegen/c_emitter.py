@@ -284,6 +284,8 @@ class CEmitter:
                 elif id(out) in outputs_of:
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "output",
                                               output_index=outputs_of[id(out)][0])
+                elif self._host_only(out) and not is_body:
+                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free="onnxc_host_free")
                 elif (out.static or self._bounded_bytes(out) is not None) and not is_body \
                         and not node.impl.allocates_outputs and self.opt.memory != "heap":
                     self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "arena")
@@ -502,10 +504,11 @@ class CEmitter:
             # (a CUDA build runs it on the host, on host copies of the tensors it reads)
             # (containers live on the host in every build: only tensors are staged)
             stage = [{"bytes": self._nbytes_expr(v), "ctype": t.ctype, "var": self._loc(v).var}
-                     for t, v in used if v.is_tensor]
+                     for t, v in used if v.is_tensor and not self._host_only(v)]
             staged = iter(range(len(stage)))
             host_args = ["ctx"] + dims \
-                + [f"(const {t.ctype} *)staged{next(staged)}" if v.is_tensor else self._loc(v).var for t, v in used] \
+                + [f"(const {t.ctype} *)staged{next(staged)}" if v.is_tensor and not self._host_only(v)
+                   else self._loc(v).var for t, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
             self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label, "host": True,
                                "stage": stage, "host_args": host_args})
@@ -529,7 +532,7 @@ class CEmitter:
             if loc.kind in ("heap", "output"):
                 self.steps.append({"kind": "alloc", "var": loc.var, "ctype": v.dtype.c_type,
                                    "bytes": self._nbytes_expr(v), "heap": loc.kind == "heap",
-                                   "output": loc.output_index})
+                                   "host": loc.free == "onnxc_host_free", "output": loc.output_index})
             elif loc.kind == "arena":
                 step = {"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type, "offset": loc.offset}
                 if not v.static:   # room for the dims' bounds: the actual size must fit
@@ -590,7 +593,7 @@ class CEmitter:
         prof = len(self.unit.profile_nodes) if self.opt.profile else None
         # the tensors it reads, by their place in args (a backend may stage them elsewhere)
         reads = [{"pos": 1 + len(dims) + j, "bytes": self._nbytes_expr(v), "ctype": t.ctype}
-                 for j, (t, v) in enumerate(used) if v.is_tensor]
+                 for j, (t, v) in enumerate(used) if v.is_tensor and not self._host_only(v)]
         self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof,
                            "launch": launch, "reads": reads, "scratch": bool(scratch_vars)})
         for v in node.outputs if self_alloc else ():
@@ -601,6 +604,11 @@ class CEmitter:
             self._profile_step(prof, node)
         for var in heap_scratch:
             self.steps.append({"kind": "free", "var": var, "free": "free"})
+
+    def _host_only(self, v: Value) -> bool:
+        """Whether ``v`` lives in host memory in a build whose tensors do not (the CUDA build's
+        string tensors): never in the arena, never staged."""
+        return False
 
     def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
         """``node``'s function body from its kernel family template; a backend may render another

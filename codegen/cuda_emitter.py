@@ -8,9 +8,8 @@ values and scratch come from cudaMalloc. Each node function is launched by a ker
 in stream order (a family with a template under ``templates/cuda/`` is launched over many
 threads, see ``parallel_template``); output dims computed from data are computed on the host
 from copies of the tensors they depend on, and control flow and the nodes of sequences and
-optionals (which live in host memory) run on the host between kernels. String tensors cannot
-run there: they raise UnsupportedError naming the values, and the session runs the model on
-the CPU instead (custom ops are refused before, by the driver).
+optionals, and of string tensors (which all live in host memory) run on the host between
+kernels. Custom ops are refused before, by the driver: the session runs such a model on the CPU.
 """
 from __future__ import annotations
 
@@ -59,12 +58,6 @@ class CudaEmitter(CEmitter):
         if self.opt.profile or self.opt.inter_threads or self.opt.embedded:
             raise UnsupportedError("CUDA builds do not profile nodes or run them on host threads")
         problems = []
-        for v in self.g.values():
-            if v.dtype is dt.STRING:
-                problems.append(f"string tensor {v.name!r}")
-        if problems:
-            raise UnsupportedError("not on the GPU: " + "; ".join(dict.fromkeys(problems[:6]))
-                                   + (" ..." if len(problems) > 6 else ""))
         return super().emit()
 
     def _helper_data(self, used_types: set) -> dict[str, Any]:
@@ -91,8 +84,11 @@ class CudaEmitter(CEmitter):
         resized at run time)."""
         if node.subgraphs:
             return "control flow"
-        if any(v is not None and not v.is_tensor for v in list(node.inputs) + list(node.outputs)):
+        values = [v for v in list(node.inputs) + list(node.outputs) if v is not None]
+        if any(not v.is_tensor for v in values):
             return "sequences and optionals live in host memory"
+        if any(v.dtype is dt.STRING for v in values):
+            return "string tensors live in host memory"
         if node.impl.allocates_outputs:
             return "outputs allocated at run time"
         return None
@@ -125,7 +121,7 @@ class CudaEmitter(CEmitter):
         if not node.impl.allocates_outputs:
             first_out = len(args) - len(node.outputs)
             for j, v in enumerate(node.outputs):
-                if v.is_tensor:
+                if v.is_tensor and not self._host_only(v):
                     pos = first_out + j
                     results.append({"bytes": self._nbytes_expr(v), "ctype": _ctype(v), "var": args[pos]})
                     args[pos] = f"({_ctype(v)} *)result{len(results) - 1}"
@@ -136,7 +132,7 @@ class CudaEmitter(CEmitter):
         for st in self.steps[first_step:]:
             if st["kind"] == "adopt":
                 v = next(outputs)
-                if v.is_tensor:
+                if v.is_tensor and not self._host_only(v):
                     st["upload"] = self._nbytes_expr(v)
 
     def emit(self) -> CModel:
@@ -152,14 +148,18 @@ class CudaEmitter(CEmitter):
         """Every constant in the weights: the device reads them from its copy."""
         if id(v) in self.unit.const_locs:
             return
-        if v.dtype is dt.STRING:
-            raise UnsupportedError(f"not on the GPU: string constant {v.name!r}")
+        if v.dtype is dt.STRING:   # pointers to literals: in the source, read by nodes on the host
+            super()._place_const(v)
+            return
         raw = np.asarray(v.const, order="C").tobytes()
         weights = self.unit.weights
         weights.extend(b"\0" * ((-len(weights)) % WEIGHT_ALIGN))
         offset = len(weights)
         weights.extend(raw)
         self.unit.const_locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset, ctype=v.dtype.c_type)
+
+    def _host_only(self, v: Value) -> bool:
+        return v.dtype is dt.STRING   # arrays of pointers to host strings (the context's pool)
 
     def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
         name = parallel_template(template)
@@ -179,7 +179,7 @@ class CudaEmitter(CEmitter):
         if self.is_body:
             return
         for i, v in enumerate(self.entry_inputs):
-            if not v.is_tensor:   # sequences and optionals stay in host memory
+            if not v.is_tensor or self._host_only(v):   # sequences, optionals and strings stay in host memory
                 continue
             loc = self.locs[id(v)]
             self.steps.append({"kind": "to_device", "index": i, "var": loc.var, "ctype": _ctype(v),

@@ -22,6 +22,7 @@ from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, CudaToolchain, Toolchain
 from .compiler import frontend
+from .compiler.errors import UnsupportedError
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
 from .runtime import custom_ops as custom_op_library
@@ -127,8 +128,10 @@ def generate_source(source: frontend.ModelSource, options: Optional[CompileOptio
 def _compile(source, output_dir, options: CompileOptions, command: Optional[str], descs: list) -> Any:
     if options.target not in ("native", "c", "cuda"):
         raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
-    if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile or descs):
-        raise ValueError("CUDA builds run without host threads, profiling or custom ops")
+    if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile):
+        raise ValueError("CUDA builds run without host threads or profiling")
+    if options.target == "cuda" and descs:   # (a session runs such a model on the CPU, with a warning)
+        raise UnsupportedError("not on the GPU: custom operators are host C functions of the C build")
     if options.weights not in ("c", "bin") or (options.weights == "bin" and options.target != "c"):
         raise ValueError("weights: 'c' or 'bin', and 'bin' only with --target c")
     if options.dim_bounds and options.target != "c":

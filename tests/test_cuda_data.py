@@ -200,3 +200,13 @@ def test_prelu_one_hot_trilu_and_fill_take_a_thread_per_element():
     feeds = {"x": rand(2, 5, 60), "slope": rand(5, 1, seed=1), "idx": rng.integers(-40, 40, (6, 11)),
              "m": rand(3, 17, 19, seed=2), "shape": np.array([3, 7, 50], np.int64)}
     check(model, feeds, {"PRelu": "grid", "OneHot": "grid", "Triu": "grid", "Tril": "grid", "Fill": "grid"})
+
+
+def test_bitcast_copies_the_bytes_with_a_thread_per_element():
+    """BitCast shares the copy family: the device copy moves bytes, not converted values."""
+    model = make_model([helper.make_node("BitCast", ["x"], ["y"], name="Bits", to=TP.INT32)],
+                       [("x", TP.FLOAT, ["N", 300])], [("y", TP.INT32, ["N", 300])], opset=26)
+    sess = cuda_session(model)
+    assert launches(sess) == {"Bits": "grid"}
+    x = rand(3, 300, seed=4)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x.view(np.int32))

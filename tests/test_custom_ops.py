@@ -65,3 +65,17 @@ def test_without_the_library_the_op_is_unsupported():
     so = onnxc.SessionOptions()
     with pytest.raises(onnxc.InvalidArgument, match="not found"):
         so.register_custom_ops_library("/no/such/library.so")
+
+
+def test_with_custom_ops_the_cuda_provider_runs_the_model_on_the_cpu(library, monkeypatch):
+    """Custom operators are host C functions of the C build: a CUDA session warns and runs the
+    model on the CPU, as onnxruntime places nodes no CUDA kernel takes on the CPU."""
+    from onnxc.runtime import cuda
+    monkeypatch.setenv(cuda.EMULATE_ENV, "1")
+    so = onnxc.SessionOptions()
+    so.register_custom_ops_library(library)
+    with pytest.warns(UserWarning, match="CUDAExecutionProvider cannot run this model.*custom operators"):
+        sess = onnxc.InferenceSession(model().SerializeToString(), so, providers=["CUDAExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    a = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(sess.run(None, {"a": a, "b": a})[0], np.full((6, 4), 1.5, np.float32))
