@@ -210,3 +210,22 @@ def test_bitcast_copies_the_bytes_with_a_thread_per_element():
     assert launches(sess) == {"Bits": "grid"}
     x = rand(3, 300, seed=4)
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], x.view(np.int32))
+
+
+def test_integer_division_checks_its_divisor_in_every_thread():
+    """Integer Div and Mod by a divisor known only at run time: a thread per output element,
+    each failing the run on a zero divisor element it reads (broadcast or not)."""
+    nodes = [helper.make_node("Div", ["a", "d"], ["q"], name="DivRow"),
+             helper.make_node("Mod", ["a", "m"], ["r"], name="ModSame")]
+    model = build(nodes, [("a", TP.INT32, ["N", 300]), ("d", TP.INT32, [300]), ("m", TP.INT32, ["N", 300])],
+                  [("q", TP.INT32, None), ("r", TP.INT32, None)], opset=18)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-1000, 1000, (3, 300), dtype=np.int32)
+    d = rng.integers(1, 50, 300, dtype=np.int32) * rng.choice([-1, 1], 300).astype(np.int32)
+    m = rng.integers(1, 30, (3, 300), dtype=np.int32)
+    sess = check(model, {"a": a, "d": d, "m": m}, {"DivRow": "grid", "ModSame": "grid"})
+    for bad in ({"d": np.where(np.arange(300) == 299, 0, d).astype(np.int32)},
+                {"m": np.where(np.arange(900).reshape(3, 300) == 450, 0, m).astype(np.int32)}):
+        with pytest.raises(onnxc.RuntimeFailure, match="division by zero|divisor|zero"):
+            sess.run(None, {"a": a, "d": d, "m": m, **bad})
+    assert np.array_equal(sess.run(None, {"a": a, "d": d, "m": m})[0], run_ort(model, {"a": a, "d": d, "m": m})[0])
