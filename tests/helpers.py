@@ -76,3 +76,45 @@ def cuda_launches(sess: onnxc.InferenceSession) -> dict[str, str]:
         name = fn.split("_", 2)[2]
         out[name] = "serial" if blocks == "1" and threads == "1" else "block" if sync else "grid"
     return out
+
+
+def make_inferred_model(nodes: Sequence[onnx.NodeProto], inputs, outputs, inits: Sequence[onnx.TensorProto] = (),
+                        opset: int = 18, extra_opsets: Optional[dict[str, int]] = None) -> onnx.ModelProto:
+    """make_model with the outputs whose shape is given as None typed by ONNX shape inference."""
+    from onnx import shape_inference
+    model = make_model(nodes, inputs, outputs, inits, opset=opset, extra_opsets=extra_opsets)
+    inferred = shape_inference.infer_shapes(model).graph.output
+    for o, typed, (_, _, shape) in zip(model.graph.output, inferred, outputs):
+        if shape is None:
+            o.type.CopyFrom(typed.type)
+    return model
+
+
+def random_normal(*shape: int, seed: int = 0, dtype: Any = np.float32, scale: float = 1.0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def cuda_check(model: onnx.ModelProto, feeds: dict, expect_launch: dict[str, str], sess=None, rtol: float = 1e-5,
+               atol: float = 1e-6, ort_model: Optional[onnx.ModelProto] = None, want: Optional[list] = None,
+               expect: Optional[dict[str, np.ndarray]] = None, same_dtype: bool = False) -> onnxc.InferenceSession:
+    """Run ``model`` on the CUDA build (emulated without a GPU), compare its outputs with
+    onnxruntime's (on ``ort_model`` if given: the same model with what onnxruntime needs; or with
+    ``want``, the results computed otherwise; ``expect`` replaces the outputs it names, where
+    onnxruntime departs from the ONNX reference) and check how the nodes named in
+    ``expect_launch`` are launched ("grid", "block" or "serial")."""
+    sess = sess or cuda_session(model)
+    got = sess.run(None, feeds)
+    names = [o.name for o in model.graph.output]
+    want = want if want is not None else run_ort(ort_model or model, feeds)
+    want = [(expect or {}).get(name, w) for name, w in zip(names, want)]
+    for name, g, w in zip(names, got, want):
+        assert g.shape == w.shape, name
+        if same_dtype:
+            assert g.dtype == w.dtype, name
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w, err_msg=name)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
+    kinds = cuda_launches(sess)
+    assert {n: kinds.get(n) for n in expect_launch} == expect_launch
+    return sess

@@ -9,49 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 
-import onnxc
-from helpers import cuda_launches as launches
-from helpers import cuda_session, make_model, run_ort
+from helpers import random_normal as rand
+from helpers import make_inferred_model as build
+from helpers import cuda_check as check
+from helpers import run_ort
 from onnxc.runtime import cuda
 
 
 @pytest.fixture(autouse=True)
 def emulated(monkeypatch):
     monkeypatch.setenv(cuda.EMULATE_ENV, "1")
-
-
-def check(model, feeds, expect_launch: dict[str, str], sess=None, rtol=1e-5, atol=1e-6,
-          expect: dict[str, np.ndarray] | None = None) -> onnxc.InferenceSession:
-    """Run on the emulated CUDA build, compare with onnxruntime (with expect's values for the
-    outputs it names, where onnxruntime departs from the ONNX reference) and check the launches."""
-    sess = sess or cuda_session(model)
-    got = sess.run(None, feeds)
-    names = [o.name for o in model.graph.output]
-    want = [(expect or {}).get(name, w) for name, w in zip(names, run_ort(model, feeds))]
-    for name, g, w in zip(names, got, want):
-        assert g.shape == w.shape, name
-        if w.dtype.kind in "biu":
-            np.testing.assert_array_equal(g, w, err_msg=name)
-        else:
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
-    kinds = launches(sess)
-    assert {n: kinds.get(n) for n in expect_launch} == expect_launch
-    return sess
-
-
-def build(nodes, inputs, outputs, inits=(), opset=18):
-    """make_model with the outputs' shapes left as None filled in by ONNX shape inference."""
-    model = make_model(nodes, inputs, outputs, inits, opset=opset)
-    for o, inferred, (_, _, shape) in zip(model.graph.output, shape_inference.infer_shapes(model).graph.output, outputs):
-        if shape is None:
-            o.type.CopyFrom(inferred.type)
-    return model
-
-
-def rand(*shape, seed=0, dtype=np.float32):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
 def uniform(lo, hi, *shape, seed=0):

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 
 import onnxc
+from helpers import make_inferred_model
 from helpers import cuda_launches as launches
 from helpers import cuda_session, make_model, run_ort
 from onnxc.runtime import cuda
@@ -49,12 +50,7 @@ def check(model, feeds, expect_launch: dict[str, str], sess=None, rtol=1e-5, ato
 
 
 def build(nodes, inputs, outputs, inits=(), opset=18, extra=ML3):
-    """make_model with the outputs' shapes left as None filled in by ONNX shape inference."""
-    model = make_model(nodes, inputs, outputs, inits, opset=opset, extra_opsets=extra)
-    for o, inferred, (_, _, shape) in zip(model.graph.output, shape_inference.infer_shapes(model).graph.output, outputs):
-        if shape is None:
-            o.type.CopyFrom(inferred.type)
-    return model
+    return make_inferred_model(nodes, inputs, outputs, inits, opset=opset, extra_opsets=extra)
 
 
 def ml(op, inputs, outputs, name, **attrs):

@@ -11,12 +11,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnxc
+from helpers import make_inferred_model
+from helpers import random_normal as rand
 from helpers import cuda_launches as launches
-from helpers import cuda_session, make_model, run_ort
+from helpers import cuda_session, run_ort
 from onnxc.runtime import cuda
 
 
@@ -66,16 +68,7 @@ def check(model, feeds, expect_launch: dict[str, str], sess=None, rtol=1e-5, ato
 
 
 def build(nodes, inputs, outputs, inits=(), opset=21):
-    """make_model with the outputs' shapes left as None filled in by ONNX shape inference."""
-    model = make_model(nodes, inputs, outputs, inits, opset=opset)
-    for o, inferred, (_, _, shape) in zip(model.graph.output, shape_inference.infer_shapes(model).graph.output, outputs):
-        if shape is None:
-            o.type.CopyFrom(inferred.type)
-    return model
-
-
-def rand(*shape, seed=0, dtype=np.float32, scale=1.0):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+    return make_inferred_model(nodes, inputs, outputs, inits, opset=opset)
 
 
 def const(name, value):

@@ -14,36 +14,18 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 
-import onnxc
-from helpers import cuda_launches as launches
-from helpers import cuda_session, make_model, run_onnxc, run_ort
+from helpers import random_normal as rand
+from helpers import make_inferred_model as build
+from helpers import cuda_check as check
+from helpers import make_model, run_onnxc, run_ort
 from onnxc.runtime import cuda
 
 
 @pytest.fixture(autouse=True)
 def emulated(monkeypatch):
     monkeypatch.setenv(cuda.EMULATE_ENV, "1")
-
-
-def check(model, feeds, expect_launch: dict[str, str], sess=None, rtol=1e-5, atol=1e-6, ort_model=None,
-          want=None) -> onnxc.InferenceSession:
-    """Run on the emulated CUDA build, compare with onnxruntime (on ort_model if given: the same
-    model with what onnxruntime needs added; or with `want`, onnxruntime's results computed
-    otherwise) and check the launches."""
-    sess = sess or cuda_session(model)
-    got = sess.run(None, feeds)
-    want = want if want is not None else run_ort(ort_model or model, feeds)
-    for name, g, w in zip([o.name for o in model.graph.output], got, want):
-        assert g.shape == w.shape, name
-        if w.dtype.kind in "biu":
-            np.testing.assert_array_equal(g, w, err_msg=name)
-        else:
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=name)
-    kinds = launches(sess)
-    assert {n: kinds.get(n) for n in expect_launch} == expect_launch
-    return sess
 
 
 def variants(sess, expect: dict[str, str]) -> None:
@@ -80,19 +62,6 @@ def batch_major_reference(model, feeds):
     outs = run_ort(seq_major, {k: (np.ascontiguousarray(v.transpose(swap[k])) if k in swap else v)
                                for k, v in feeds.items()})
     return [np.ascontiguousarray(o.transpose((2, 0, 1, 3)) if o.ndim == 4 else o.transpose(1, 0, 2)) for o in outs]
-
-
-def build(nodes, inputs, outputs, inits=(), opset=18):
-    """make_model with the outputs' shapes left as None filled in by ONNX shape inference."""
-    model = make_model(nodes, inputs, outputs, inits, opset=opset)
-    for o, inferred, (_, _, shape) in zip(model.graph.output, shape_inference.infer_shapes(model).graph.output, outputs):
-        if shape is None:
-            o.type.CopyFrom(inferred.type)
-    return model
-
-
-def rand(*shape, seed=0, dtype=np.float32, scale=1.0):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
 
 
 def init(name, array):
