@@ -9,6 +9,7 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
+from helpers import make_model
 from onnxc.benchmarks.models import LIGHT_ZOO, light_model_path, random_weight  # noqa: F401 (re-exported)
 
 def with_random_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
@@ -126,3 +127,21 @@ def encoder_feed(batch: int, seq: int, vocab: int = 100, seed: int = 0) -> dict[
     if seq > 2:
         mask[0, -2:] = 0
     return {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int64), "attention_mask": mask}
+
+
+def linear_attention(rule, hq, hkv, dk, dv, b, t, elem=T.FLOAT, past=True, decay_width=None, beta_width=None,
+                     name=None, **attrs):
+    """A LinearAttention node (opset 27) on inputs of the given sizes; the optional inputs where asked."""
+    names = ["query", "key", "value", "past_state" if past else ""]
+    ins = [("query", elem, [b, t, hq * dk]), ("key", elem, [b, t, hkv * dk]), ("value", elem, [b, t, hkv * dv])]
+    if past:
+        ins.append(("past_state", elem, [b, hkv, dk, dv]))
+    if decay_width:
+        names.append("decay")
+        ins.append(("decay", elem, [b, t, decay_width]))
+    if beta_width:
+        names += [""] * (5 - len(names)) + ["beta"]
+        ins.append(("beta", elem, [b, t, beta_width]))
+    node = helper.make_node("LinearAttention", names, ["output", "present_state"], update_rule=rule,
+                            q_num_heads=hq, kv_num_heads=hkv, name=name, **attrs)
+    return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 4)], opset=27)

@@ -15,6 +15,7 @@ from onnx import helper
 import onnxc
 from helpers import cuda_launches as launches
 from helpers import cuda_session, make_model, run_ort
+from models import linear_attention
 from onnxc.runtime import cuda
 
 CUDA = "CUDAExecutionProvider"
@@ -193,23 +194,6 @@ def test_rotary_float16():
 
 # --- LinearAttention ---------------------------------------------------------------------------
 
-def linear_attention(rule, hq, hkv, dk, dv, b, t, elem=TP.FLOAT, past=True, decay_width=None, beta_width=None,
-                     name="Lin", **attrs):
-    names = ["query", "key", "value", "past_state" if past else ""]
-    ins = [("query", elem, [b, t, hq * dk]), ("key", elem, [b, t, hkv * dk]), ("value", elem, [b, t, hkv * dv])]
-    if past:
-        ins.append(("past_state", elem, [b, hkv, dk, dv]))
-    if decay_width:
-        names.append("decay")
-        ins.append(("decay", elem, [b, t, decay_width]))
-    if beta_width:
-        names += [""] * (5 - len(names)) + ["beta"]
-        ins.append(("beta", elem, [b, t, beta_width]))
-    node = helper.make_node("LinearAttention", names, ["output", "present_state"], update_rule=rule,
-                            q_num_heads=hq, kv_num_heads=hkv, name=name, **attrs)
-    return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 4)], opset=27)
-
-
 def la_feeds(model, dims, dtype=np.float32, seed=0):
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -235,7 +219,7 @@ def test_linear_attention_takes_a_thread_per_state_column(rule, decay, beta, pas
     sequence (run at two sizes)."""
     hq, hkv, dk, dv = 4, 2, 16, 72
     widths = {"key": hkv * dk, "head": hkv, "one": 1, None: None}
-    m = linear_attention(rule, hq, hkv, dk, dv, "B", "T", past=past, decay_width=widths[decay],
+    m = linear_attention(rule, hq, hkv, dk, dv, "B", "T", past=past, decay_width=widths[decay], name="Lin",
                          beta_width=widths[beta])
     sess = check(m, la_feeds(m, {"B": 2, "T": 9}), {"Lin": "grid"}, rtol=1e-4, atol=1e-5)
     check(m, la_feeds(m, {"B": 3, "T": 1}, seed=1), {}, sess=sess, rtol=1e-4, atol=1e-5)
@@ -243,7 +227,7 @@ def test_linear_attention_takes_a_thread_per_state_column(rule, decay, beta, pas
 
 def test_linear_attention_float16():
     """float16 inputs (a float state, rounded to float16 in present_state): as the C build."""
-    m = linear_attention("gated_delta", 2, 2, 8, 80, 2, 6, elem=TP.FLOAT16, decay_width=2, beta_width=2, scale=0.3)
+    m = linear_attention("gated_delta", 2, 2, 8, 80, 2, 6, elem=TP.FLOAT16, decay_width=2, beta_width=2, scale=0.3, name="Lin")
     check(m, la_feeds(m, {}, np.float16), {"Lin": "grid"}, oracle=run_c, rtol=1e-3, atol=1e-3)
 
 

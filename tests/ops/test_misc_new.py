@@ -5,6 +5,7 @@ from onnx import TensorProto as TP, helper
 
 import onnxc
 from helpers import assert_matches_ort, make_model, run_ort
+from models import linear_attention
 
 rng = np.random.default_rng(0)
 F = TP.FLOAT
@@ -25,23 +26,6 @@ def check_sizes(model, feeds_for, sizes, rtol=1e-4, atol=1e-5):
 
 
 # --- LinearAttention -----------------------------------------------------------
-
-def linear_attention(rule, hq, hkv, dk, dv, b, t, elem=F, past=True, decay_width=None, beta_width=None,
-                     **attrs):
-    names = ["query", "key", "value", "past_state" if past else ""]
-    ins = [("query", elem, [b, t, hq * dk]), ("key", elem, [b, t, hkv * dk]), ("value", elem, [b, t, hkv * dv])]
-    if past:
-        ins.append(("past_state", elem, [b, hkv, dk, dv]))
-    if decay_width:
-        names.append("decay")
-        ins.append(("decay", elem, [b, t, decay_width]))
-    if beta_width:
-        names += [""] * (5 - len(names)) + ["beta"]
-        ins.append(("beta", elem, [b, t, beta_width]))
-    node = helper.make_node("LinearAttention", names, ["output", "present_state"], update_rule=rule,
-                            q_num_heads=hq, kv_num_heads=hkv, **attrs)
-    return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 4)], opset=27)
-
 
 def la_feeds(model, shapes, dtype=np.float32):
     feeds = {}
