@@ -145,3 +145,16 @@ def linear_attention(rule, hq, hkv, dk, dv, b, t, elem=T.FLOAT, past=True, decay
     node = helper.make_node("LinearAttention", names, ["output", "present_state"], update_rule=rule,
                             q_num_heads=hq, kv_num_heads=hkv, name=name, **attrs)
     return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 4)], opset=27)
+
+
+def causal_conv(c, k, length, elem=T.FLOAT, bias=False, past=False, activation="none", batch=2, name=None):
+    """A CausalConvWithState node (opset 27); bias and past_state where asked."""
+    names = ["input", "weight", "bias" if bias else "", "past_state" if past else ""]
+    ins = [("input", elem, [batch, c, length]), ("weight", elem, [c, 1, k])]
+    if bias:
+        ins.append(("bias", elem, [c]))
+    if past:
+        ins.append(("past_state", elem, [batch, c, k - 1]))
+    node = helper.make_node("CausalConvWithState", names if past else [n for n in names if n],
+                            ["output", "present_state"], activation=activation, name=name)
+    return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 3)], opset=27)

@@ -15,7 +15,7 @@ from onnx import helper
 import onnxc
 from helpers import cuda_launches as launches
 from helpers import cuda_session, make_model, run_ort
-from models import linear_attention
+from models import causal_conv, linear_attention
 from onnxc.runtime import cuda
 
 CUDA = "CUDAExecutionProvider"
@@ -233,25 +233,13 @@ def test_linear_attention_float16():
 
 # --- CausalConvWithState -----------------------------------------------------------------------
 
-def causal_conv(c, k, length, elem=TP.FLOAT, bias=False, past=False, activation="none", batch=2, name="Conv"):
-    names = ["input", "weight", "bias" if bias else "", "past_state" if past else ""]
-    ins = [("input", elem, [batch, c, length]), ("weight", elem, [c, 1, k])]
-    if bias:
-        ins.append(("bias", elem, [c]))
-    if past:
-        ins.append(("past_state", elem, [batch, c, k - 1]))
-    node = helper.make_node("CausalConvWithState", names if past else [n for n in names if n],
-                            ["output", "present_state"], activation=activation, name=name)
-    return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 3)], opset=27)
-
-
 @pytest.mark.parametrize("k,bias,past,activation", [
     (4, True, True, "silu"), (4, False, False, "none"), (3, True, False, "swish"), (2, False, True, "none")])
 def test_causal_conv_takes_a_thread_per_output(k, bias, past, activation):
     """40 channels, a symbolic batch and length: the outputs (the taps in order) and the carried
     state; at a length of 9 (720 outputs) and of 1 (a decode step: the state is mostly the
     past one)."""
-    m = causal_conv(40, k, "L", bias=bias, past=past, activation=activation, batch="B")
+    m = causal_conv(40, k, "L", bias=bias, past=past, activation=activation, batch="B", name="Conv")
 
     def feeds(b, n, seed):
         f = {"input": rand(b, 40, n, seed=seed), "weight": rand(40, 1, k, seed=seed + 1)}
@@ -266,7 +254,7 @@ def test_causal_conv_takes_a_thread_per_output(k, bias, past, activation):
 
 def test_causal_conv_float16():
     """float16 with SiLU (the convolution rounded to float16 before the activation): as the C build."""
-    m = causal_conv(33, 4, 12, elem=TP.FLOAT16, bias=True, past=True, activation="silu")
+    m = causal_conv(33, 4, 12, elem=TP.FLOAT16, bias=True, past=True, activation="silu", name="Conv")
     feeds = {"input": rand(2, 33, 12, dtype=np.float16), "weight": rand(33, 1, 4, seed=1, dtype=np.float16),
              "bias": rand(33, seed=2, dtype=np.float16), "past_state": rand(2, 33, 3, seed=3, dtype=np.float16)}
     check(m, feeds, {"Conv": "grid"}, oracle=run_c, rtol=0, atol=0)

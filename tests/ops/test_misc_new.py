@@ -5,7 +5,7 @@ from onnx import TensorProto as TP, helper
 
 import onnxc
 from helpers import assert_matches_ort, make_model, run_ort
-from models import linear_attention
+from models import causal_conv, linear_attention
 
 rng = np.random.default_rng(0)
 F = TP.FLOAT
@@ -60,18 +60,6 @@ def test_linear_attention_fp16_scale_symbolic():
 
 
 # --- CausalConvWithState -------------------------------------------------------
-
-def causal_conv(c, k, length, elem=F, bias=False, past=False, activation="none", batch=2):
-    names = ["input", "weight", "bias" if bias else "", "past_state" if past else ""]
-    ins = [("input", elem, [batch, c, length]), ("weight", elem, [c, 1, k])]
-    if bias:
-        ins.append(("bias", elem, [c]))
-    if past:
-        ins.append(("past_state", elem, [batch, c, k - 1]))
-    node = helper.make_node("CausalConvWithState", [n for n in names if n] if not past else names,
-                            ["output", "present_state"], activation=activation)
-    return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 3)], opset=27)
-
 
 @pytest.mark.parametrize("k,length,bias,past,activation", [
     (4, 6, False, False, "none"), (4, 6, True, True, "silu"), (4, 2, False, True, "none"), (4, 2, True, False, "silu"),
