@@ -504,11 +504,11 @@ class CEmitter:
             # (a CUDA build runs it on the host, on host copies of the tensors it reads)
             # (containers live on the host in every build: only tensors are staged)
             stage = [{"bytes": self._nbytes_expr(v), "ctype": t.ctype, "var": self._loc(v).var}
-                     for t, v in used if v.is_tensor and not self._host_only(v)]
+                     for t, v in used if self._on_device(v)]
             staged = iter(range(len(stage)))
             host_args = ["ctx"] + dims \
-                + [f"(const {t.ctype} *)staged{next(staged)}" if v.is_tensor and not self._host_only(v)
-                   else self._loc(v).var for t, v in used] \
+                + [f"(const {t.ctype} *)staged{next(staged)}" if self._on_device(v) else self._loc(v).var
+                   for t, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
             self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label, "host": True,
                                "stage": stage, "host_args": host_args})
@@ -532,7 +532,7 @@ class CEmitter:
             if loc.kind in ("heap", "output"):
                 self.steps.append({"kind": "alloc", "var": loc.var, "ctype": v.dtype.c_type,
                                    "bytes": self._nbytes_expr(v), "heap": loc.kind == "heap",
-                                   "host": loc.free == "onnxc_host_free", "output": loc.output_index})
+                                   "host": self._host_only(v), "output": loc.output_index})
             elif loc.kind == "arena":
                 step = {"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type, "offset": loc.offset}
                 if not v.static:   # room for the dims' bounds: the actual size must fit
@@ -593,7 +593,7 @@ class CEmitter:
         prof = len(self.unit.profile_nodes) if self.opt.profile else None
         # the tensors it reads, by their place in args (a backend may stage them elsewhere)
         reads = [{"pos": 1 + len(dims) + j, "bytes": self._nbytes_expr(v), "ctype": t.ctype}
-                 for j, (t, v) in enumerate(used) if v.is_tensor and not self._host_only(v)]
+                 for j, (t, v) in enumerate(used) if self._on_device(v)]
         self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof,
                            "launch": launch, "reads": reads, "scratch": bool(scratch_vars)})
         for v in node.outputs if self_alloc else ():
@@ -609,6 +609,11 @@ class CEmitter:
         """Whether ``v`` lives in host memory in a build whose tensors do not (the CUDA build's
         string tensors): never in the arena, never staged."""
         return False
+
+    def _on_device(self, v: Value) -> bool:
+        """A tensor in the build's device memory (every tensor but ``_host_only`` ones; never a
+        sequence or optional): what a node run on the host reads from copies."""
+        return v.is_tensor and not self._host_only(v)
 
     def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
         """``node``'s function body from its kernel family template; a backend may render another

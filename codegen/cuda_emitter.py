@@ -57,7 +57,6 @@ class CudaEmitter(CEmitter):
     def _emit_checked(self) -> CModel:
         if self.opt.profile or self.opt.inter_threads or self.opt.embedded:
             raise UnsupportedError("CUDA builds do not profile nodes or run them on host threads")
-        problems = []
         return super().emit()
 
     def _helper_data(self, used_types: set) -> dict[str, Any]:
@@ -104,7 +103,7 @@ class CudaEmitter(CEmitter):
             if st["kind"] == "call" and st.get("host"):
                 st["host_why"] = "computes output dims from data on the host"
         why = self._on_host(node)
-        if why is None or self.is_body:
+        if why is None:
             return
         for fn in self.unit.functions[first_fn:]:
             fn["host"] = True
@@ -121,7 +120,7 @@ class CudaEmitter(CEmitter):
         if not node.impl.allocates_outputs:
             first_out = len(args) - len(node.outputs)
             for j, v in enumerate(node.outputs):
-                if v.is_tensor and not self._host_only(v):
+                if self._on_device(v):
                     pos = first_out + j
                     results.append({"bytes": self._nbytes_expr(v), "ctype": _ctype(v), "var": args[pos]})
                     args[pos] = f"({_ctype(v)} *)result{len(results) - 1}"
@@ -132,7 +131,7 @@ class CudaEmitter(CEmitter):
         for st in self.steps[first_step:]:
             if st["kind"] == "adopt":
                 v = next(outputs)
-                if v.is_tensor and not self._host_only(v):
+                if self._on_device(v):
                     st["upload"] = self._nbytes_expr(v)
 
     def emit(self) -> CModel:
@@ -164,7 +163,7 @@ class CudaEmitter(CEmitter):
     def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
         name = parallel_template(template)
         empty = any(v.is_tensor and 0 in v.shape for v in node.outputs)
-        if name is None or empty or self.is_body or self._on_host(node):   # (nothing to spread over threads: the C loops, which run no iteration)
+        if name is None or empty or self._on_host(node):   # (nothing to spread over threads: the C loops, which run no iteration)
             return super()._render_kernel(template, data, node)
         module = environment().get_template(name).make_module(data)
         launch = getattr(module, "launch", None)
@@ -179,7 +178,7 @@ class CudaEmitter(CEmitter):
         if self.is_body:
             return
         for i, v in enumerate(self.entry_inputs):
-            if not v.is_tensor or self._host_only(v):   # sequences, optionals and strings stay in host memory
+            if not self._on_device(v):   # sequences, optionals and strings stay in host memory
                 continue
             loc = self.locs[id(v)]
             self.steps.append({"kind": "to_device", "index": i, "var": loc.var, "ctype": _ctype(v),

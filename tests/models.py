@@ -158,3 +158,27 @@ def causal_conv(c, k, length, elem=T.FLOAT, bias=False, past=False, activation="
     node = helper.make_node("CausalConvWithState", names if past else [n for n in names if n],
                             ["output", "present_state"], activation=activation, name=name)
     return make_model([node], ins, [("output", elem, [None] * 3), ("present_state", elem, [None] * 3)], opset=27)
+
+
+def f32(values) -> list[float]:
+    """Python floats that float attributes hold exactly."""
+    return [float(np.float32(v)) for v in np.ravel(values)]
+
+
+# kernel_params of an SVM per kernel_type (gamma, coef0, degree)
+KERNEL_PARAMS = {"LINEAR": [0.0, 0.0, 0.0], "POLY": [0.3, 0.5, 3.0], "RBF": [0.4, 0.0, 0.0], "SIGMOID": [0.2, 0.1, 0.0]}
+
+
+def svc_attrs(rng, kernel, classes, proba, pt, f, per_class=None, most=3):
+    """Random attributes of an SVMClassifier with int labels: ``per_class`` support vectors of
+    ``f`` features per class (1 to ``most`` each if not given); Platt scaling if ``proba``."""
+    per_class = per_class or [int(v) for v in rng.integers(1, most + 1, classes)]
+    vectors, pairs = sum(per_class), classes * (classes - 1) // 2
+    attrs = {"kernel_type": kernel, "kernel_params": KERNEL_PARAMS[kernel],
+             "classlabels_ints": [5 + 3 * i for i in range(classes)], "vectors_per_class": per_class,
+             "support_vectors": f32(rng.standard_normal(vectors * f)),
+             "coefficients": f32(rng.standard_normal((classes - 1) * vectors)),
+             "rho": f32(rng.standard_normal(pairs) * 0.3), "post_transform": pt}
+    if proba:
+        attrs.update(prob_a=f32(-np.abs(rng.standard_normal(pairs)) * 2), prob_b=f32(rng.standard_normal(pairs) * 0.1))
+    return attrs

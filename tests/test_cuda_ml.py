@@ -17,6 +17,7 @@ import onnxc
 from helpers import make_inferred_model
 from helpers import cuda_launches as launches
 from helpers import cuda_session, make_model, run_ort
+from models import KERNEL_PARAMS, f32, svc_attrs
 from onnxc.runtime import cuda
 
 ML3, ML5 = {"ai.onnx.ml": 3}, {"ai.onnx.ml": 5}
@@ -55,11 +56,6 @@ def build(nodes, inputs, outputs, inits=(), opset=18, extra=ML3):
 
 def ml(op, inputs, outputs, name, **attrs):
     return helper.make_node(op, inputs, outputs, name=name, domain="ai.onnx.ml", **attrs)
-
-
-def f32(values) -> list[float]:
-    """Python floats that float attributes hold exactly."""
-    return [float(np.float32(v)) for v in np.ravel(values)]
 
 
 def rand(*shape, seed=0, dtype=np.float32):
@@ -172,19 +168,8 @@ def test_linear_models_take_a_thread_per_row():
     assert launches(sess) == {"BinaryProbit": "grid"}
 
 
-KERNEL_PARAMS = {"LINEAR": [0.0, 0.0, 0.0], "POLY": [0.3, 0.5, 3.0], "RBF": [0.4, 0.0, 0.0], "SIGMOID": [0.2, 0.1, 0.0]}
-
-
 def _svc(rng, name, kernel, classes, proba, pt, f=4, per_class=None, x="x"):
-    per_class = per_class or [int(v) for v in rng.integers(1, 5, classes)]
-    vectors, pairs = sum(per_class), classes * (classes - 1) // 2
-    attrs = {"kernel_type": kernel, "kernel_params": KERNEL_PARAMS[kernel],
-             "classlabels_ints": [5 + 3 * i for i in range(classes)], "vectors_per_class": per_class,
-             "support_vectors": f32(rng.standard_normal(vectors * f)),
-             "coefficients": f32(rng.standard_normal((classes - 1) * vectors)),
-             "rho": f32(rng.standard_normal(pairs) * 0.3), "post_transform": pt}
-    if proba:
-        attrs.update(prob_a=f32(-np.abs(rng.standard_normal(pairs)) * 2), prob_b=f32(rng.standard_normal(pairs) * 0.1))
+    attrs = svc_attrs(rng, kernel, classes, proba, pt, f, per_class=per_class, most=4)
     return ml("SVMClassifier", [x], [f"{name}_label", f"{name}_score"], name, **attrs)
 
 

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from helpers import assert_matches_ort, make_model, run_onnxc, run_ort
+from models import KERNEL_PARAMS, f32, svc_attrs
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
@@ -25,11 +26,6 @@ FEATURE_TYPES = [(T.FLOAT, np.float32), (T.DOUBLE, np.float64), (T.INT64, np.int
 
 def ml_node(op, inputs, outputs, **attrs):
     return helper.make_node(op, inputs, outputs, domain="ai.onnx.ml", **attrs)
-
-
-def f32(values) -> list[float]:
-    """Python floats that float attributes hold exactly."""
-    return [float(np.float32(v)) for v in np.ravel(values)]
 
 
 def close(actual, expected, rtol=1e-4, atol=1e-5):
@@ -444,8 +440,6 @@ def test_tree_ensemble_v5_single_leaf_tree():
 
 # --- SVMs ---------------------------------------------------------------------------------------
 
-KERNEL_PARAMS = {"LINEAR": [0.0, 0.0, 0.0], "POLY": [0.3, 0.5, 3.0], "RBF": [0.4, 0.0, 0.0], "SIGMOID": [0.2, 0.1, 0.0]}
-
 
 @pytest.mark.parametrize("kernel, mode", [(k, "svc") for k in KERNEL_PARAMS] + [("LINEAR", "linear")])
 @pytest.mark.parametrize("one_class", [0, 1])
@@ -463,26 +457,13 @@ def test_svm_regressor(kernel, mode, one_class):
     assert_matches_ort(m, {"x": features(np.float32, (9, f), 1, 1.0)})
 
 
-def _svc_attrs(rng, kernel, classes, proba, pt, f):
-    per_class = [int(v) for v in rng.integers(1, 4, classes)]
-    vectors, pairs = sum(per_class), classes * (classes - 1) // 2
-    attrs = {"kernel_type": kernel, "kernel_params": KERNEL_PARAMS[kernel],
-             "classlabels_ints": [5 + 3 * i for i in range(classes)], "vectors_per_class": per_class,
-             "support_vectors": f32(rng.standard_normal(vectors * f)),
-             "coefficients": f32(rng.standard_normal((classes - 1) * vectors)),
-             "rho": f32(rng.standard_normal(pairs) * 0.3), "post_transform": pt}
-    if proba:
-        attrs.update(prob_a=f32(-np.abs(rng.standard_normal(pairs)) * 2), prob_b=f32(rng.standard_normal(pairs) * 0.1))
-    return attrs
-
-
 @pytest.mark.parametrize("kernel, classes, proba, pt",
                          [(k, c, p, "NONE") for k in KERNEL_PARAMS for c in (2, 4) for p in (False, True)]
                          + [("RBF", c, p, pt) for c in (2, 3) for p in (False, True) for pt in PTS[1:]])
 def test_svm_classifier(kernel, classes, proba, pt):
     rng = np.random.default_rng(classes * 10 + proba)
     f = 3
-    m = make_model([ml_node("SVMClassifier", ["x"], ["y", "z"], **_svc_attrs(rng, kernel, classes, proba, pt, f))],
+    m = make_model([ml_node("SVMClassifier", ["x"], ["y", "z"], **svc_attrs(rng, kernel, classes, proba, pt, f))],
                    [("x", T.FLOAT, ["n", f])], [("y", T.INT64, ["n"]), ("z", T.FLOAT, ["n", None])], extra_opsets=ML1)
     feeds = {"x": features(np.float32, (12, f), 2, 1.0)}
     actual, expected = run_onnxc(m, feeds), run_ort(m, feeds)
