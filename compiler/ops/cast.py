@@ -1,11 +1,13 @@
 import dataclasses
+from typing import Optional
 
+import numpy as np
 from onnx import TensorProto
 
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..errors import UnsupportedError
-from ._cast import CAST_HELPERS, convert
+from ._cast import CAST_HELPERS, convert, narrow_int_from_float
 from ._elementwise import elementwise_kernel
 from .registry import OpDef, register
 
@@ -78,3 +80,14 @@ class Cast(OpDef):
 
     def lower(self, node, k):
         return cast_kernel(k)
+
+    def evaluate(self, node):
+        return fold_narrow_int_cast(node)
+
+
+def fold_narrow_int_cast(node) -> Optional[list[np.ndarray]]:
+    """A constant float cast to a sub-byte integer type, by onnxc's rule, not ml_dtypes'."""
+    x, y = node.inputs[0], node.outputs[0]
+    if y.dtype in dt.NARROW_INTS and x.dtype.is_float:
+        return [narrow_int_from_float(x.const, y.dtype)]
+    return None

@@ -1,4 +1,4 @@
-from .cast import cast_kernel
+from .cast import cast_kernel, fold_narrow_int_cast
 from .registry import OpDef, register
 
 
@@ -11,3 +11,6 @@ class CastLike(OpDef):
 
     def lower(self, node, k):
         return cast_kernel(k)
+
+    def evaluate(self, node):
+        return fold_narrow_int_cast(node)

@@ -164,6 +164,12 @@ class OpDef:
         replace the outputs; None to keep the node."""
         return None
 
+    def evaluate(self, node: "Node") -> Optional[list[np.ndarray]]:
+        """The outputs from constant inputs, for constant folding, where onnxc's kernel does not
+        compute what onnx's reference evaluator does (whose answer can depend on the installed
+        packages); None to use the reference evaluator."""
+        return None
+
     def dims_value(self, node: "Node", ctx: InferContext) -> Optional[np.ndarray]:
         """Ops that move or combine shape data (Gather, Concat, Add ...) compute their output's
         elements as dims from the inputs' ``ctx.sym_array``; None when unknown."""

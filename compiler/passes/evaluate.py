@@ -16,6 +16,9 @@ from ..ops import registry
 
 
 def run_node(node: Node) -> list[np.ndarray]:
+    own = node.impl.evaluate(node)
+    if own is not None:
+        return own
     in_names = [f"i{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
     out_names = [f"o{k}" for k in range(len(node.outputs))]
     proto = helper.make_node(node.op_type, in_names, out_names, domain=node.domain)

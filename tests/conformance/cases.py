@@ -6,7 +6,9 @@ outputs are compared with the case's expected outputs at onnx's tolerances.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import os
+import re
 import warnings
 from typing import Any
 
@@ -25,17 +27,39 @@ def all_cases() -> dict[str, Any]:
         return {c.name: c for c in collect_testcases()}
 
 
-def expected_failures() -> dict[str, str]:
-    """test name -> reason, from expected_failures.txt (``name: reason`` lines, # comments)."""
+def expected_failures(path: str = EXPECTED_FAILURES) -> dict[str, str]:
+    """test name -> reason, from expected_failures.txt (``name: reason`` lines, # comments).
+
+    ``name [package>=version]: reason`` lists a case only where the installed package meets
+    the condition (``>=`` or ``<``): a case whose expected values come from a package's
+    behaviour, which changed in that version."""
     out: dict[str, str] = {}
-    with open(EXPECTED_FAILURES, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
             name, _, reason = line.partition(":")
+            name, _, condition = name.partition("[")
+            if condition and not installed_version_meets(condition.rstrip("] ")):
+                continue
             out[name.strip()] = reason.strip()
     return out
+
+
+def installed_version_meets(condition: str) -> bool:
+    """``package>=1.2`` or ``package<1.2`` against the installed distribution's version."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)\s*(>=|<)\s*([0-9][0-9.]*)\s*", condition)
+    if match is None:
+        raise ValueError(f"expected failure condition {condition!r}: expected package>=version or package<version")
+    package, op, version = match.groups()
+    installed = _version_tuple(importlib.metadata.version(package))
+    wanted = _version_tuple(version)
+    return installed >= wanted if op == ">=" else installed < wanted
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
 class Mismatch(AssertionError):

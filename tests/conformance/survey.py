@@ -52,6 +52,17 @@ def _run(name: str) -> tuple[str, str | None]:
             return name, _reason(e)
 
 
+def _conditional_lines() -> dict[str, str]:
+    """name -> line, for the entries listed under a package version condition."""
+    out = {}
+    with open(EXPECTED_FAILURES, encoding="utf-8") as f:
+        for line in f:
+            head = line.partition(":")[0]
+            if not line.startswith("#") and "[" in head:
+                out[head.partition("[")[0].strip()] = line if line.endswith("\n") else line + "\n"
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true")
@@ -69,17 +80,21 @@ def main() -> int:
     print(f"{passed} of {len(names)} cases pass ({100.0 * passed / max(len(names), 1):.1f}%)")
     if args.write:
         old = expected_failures()
+        conditional = _conditional_lines()   # kept as written: their condition is the point
         keep = {n: r for n, r in old.items() if n not in results}
         keep.update(failures)
         for n in failures:  # a reason written by hand stays while the case still fails
             if n in old and not _mechanical(old[n]):
                 keep[n] = old[n]
+        keep.update({n: None for n in conditional if n not in old or n in failures})
         with open(EXPECTED_FAILURES, "w", encoding="utf-8") as f:
             f.write("# ONNX node conformance cases onnxc does not pass yet, one per line: `name: reason`.\n"
                     "# A listed case that passes fails the suite: remove it. Regenerate with\n"
-                    "# `python tests/conformance/survey.py --write` and review the reasons.\n")
+                    "# `python tests/conformance/survey.py --write` and review the reasons.\n"
+                    "# `name [package>=version]: reason` lists a case only where the installed package meets "
+                    "the condition.\n")
             for n in sorted(keep):
-                f.write(f"{n}: {keep[n]}\n")
+                f.write(conditional[n] if n in conditional else f"{n}: {keep[n]}\n")
     return 0
 
 
