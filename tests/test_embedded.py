@@ -22,6 +22,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from helpers import make_model, run_ort
+from tools import ensure_tools
 from onnxc.cli import main as cli_main
 from onnxc.compiler.errors import UnsupportedError
 from onnxc.driver import CompileOptions, compile_model
@@ -126,27 +127,6 @@ def assert_outputs(actual: list[np.ndarray], expected: list[np.ndarray], rtol=1e
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected):
         np.testing.assert_allclose(a, np.asarray(e, np.float64).reshape(-1), rtol=rtol, atol=atol)
-
-
-def ensure_tools(needs: dict[str, str]) -> None:
-    """Installs the Debian packages of what is missing (a program, or an absolute path a package
-    puts there -> the package), or skips the test with the reason."""
-    def present(thing: str) -> bool:
-        return os.path.exists(thing) if thing.startswith("/") else shutil.which(thing) is not None
-
-    missing = sorted({pkg for thing, pkg in needs.items() if not present(thing)})
-    if not missing:
-        return
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        pytest.skip(f"needs {', '.join(missing)} (Debian packages; no apt-get as root here to install them)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]
-    proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=1800)
-    if proc.returncode != 0:
-        subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env, timeout=900)
-        proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=1800)
-    if not all(present(thing) for thing in needs):
-        pytest.skip(f"could not install {', '.join(missing)}: {proc.stderr.strip()[-300:]}")
 
 
 # --- the package ------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ from helpers import make_model, run_onnxc, run_ort
 from onnxc.codegen.templates import render
 from onnxc.compiler import frontend
 from onnxc.compiler.passes.pipeline import run_pipeline
-from test_embedded import ensure_tools, make, package, run_demo, write_inputs
+from test_embedded import make, package, run_demo, write_inputs
+from tools import ensure_tools
 
 
 def init(name: str, value) -> onnx.TensorProto:
