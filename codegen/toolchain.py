@@ -44,9 +44,15 @@ class Toolchain:
         c/helpers/simd.c.j2): "avx512f", "avx2", "neon" or "" for portable C."""
         return simd_family(self.cc, tuple(self.flags()))
 
+    def isa(self) -> list[str]:
+        """The CPU features the compiled code may use (cpuinfo spelling): ``-march=native``
+        resolved to this machine's, a named ``-march`` to that CPU's."""
+        return isa_features(self.cc, tuple(self.flags()))
+
     def identity(self) -> str:
-        """What goes into the cache key: compiler version and flags."""
-        return f"{compiler_version(self.cc)}|{' '.join(self.flags())}"
+        """What goes into the cache key: compiler version, flags and the CPU features they
+        resolve to (``-march=native`` builds differ from one CPU to the next)."""
+        return f"{compiler_version(self.cc)}|{' '.join(self.flags())}|isa={','.join(self.isa())}"
 
     def build_shared(self, source: str, output: str) -> None:
         cmd = [self.cc, *self.flags(), source, "-o", output, "-lm"]
@@ -81,6 +87,28 @@ def target_macros(cc: str, flags: tuple[str, ...]) -> frozenset[str]:
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     return frozenset(line.split()[1] for line in out.splitlines() if line.startswith("#define "))
+
+
+# The compiler's target macros of the instruction-set extensions that generated code can use
+# (vector arithmetic, conversions, bit manipulation), and each one's /proc/cpuinfo flag. An
+# artifact records these, and refuses to load on a CPU without them.
+X86_FEATURE_MACROS = {
+    "__SSE3__": "pni", "__SSSE3__": "ssse3", "__SSE4_1__": "sse4_1", "__SSE4_2__": "sse4_2",
+    "__POPCNT__": "popcnt", "__AVX__": "avx", "__AVX2__": "avx2", "__FMA__": "fma", "__F16C__": "f16c",
+    "__BMI__": "bmi1", "__BMI2__": "bmi2", "__LZCNT__": "abm", "__MOVBE__": "movbe",
+    "__AVX512F__": "avx512f", "__AVX512CD__": "avx512cd", "__AVX512BW__": "avx512bw",
+    "__AVX512DQ__": "avx512dq", "__AVX512VL__": "avx512vl", "__AVX512VNNI__": "avx512_vnni",
+    "__AVX512BF16__": "avx512_bf16", "__AVX512FP16__": "avx512_fp16", "__AVX512IFMA__": "avx512ifma",
+    "__AVX512VBMI__": "avx512vbmi", "__AVX512VBMI2__": "avx512_vbmi2", "__AVX512BITALG__": "avx512_bitalg",
+    "__AVX512VPOPCNTDQ__": "avx512_vpopcntdq", "__AVXVNNI__": "avx_vnni",
+    "__AMX_TILE__": "amx_tile", "__AMX_INT8__": "amx_int8", "__AMX_BF16__": "amx_bf16",
+}
+
+
+def isa_features(cc: str, flags: tuple[str, ...]) -> list[str]:
+    """The CPU features (cpuinfo spelling) code compiled with these flags may use."""
+    macros = target_macros(cc, flags)
+    return sorted(flag for macro, flag in X86_FEATURE_MACROS.items() if macro in macros)
 
 
 def simd_family(cc: str, flags: tuple[str, ...]) -> str:
@@ -130,6 +158,9 @@ class CudaToolchain:
 
     def simd(self) -> str:
         return ""
+
+    def isa(self) -> list[str]:
+        return []   # host code built for the compiler's baseline
 
     def identity(self) -> str:
         compiler = self.cxx if self.emulate else self.nvcc

@@ -200,6 +200,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
         "functions": emitted.functions,
         "meta": dataclasses.asdict(graph.meta),
         "toolchain": toolchain.identity(),
+        "isa": toolchain.isa(),   # the CPU features the library needs (runtime/cpu.py)
         "device": "cuda" if cuda else "cpu",
         "options": json.loads(options.key()),
     }

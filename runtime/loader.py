@@ -18,6 +18,7 @@ import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import InvalidArgument, ModelError, RuntimeFailure
+from .cpu import check_runs_here
 from .device import ON_DEVICE, DeviceArray
 
 SEQ_MAX_RANK = 8  # ONNXC_SEQ_MAX_RANK of the generated code
@@ -172,6 +173,7 @@ class CompiledModel:
                  custom_libraries: tuple[str, ...] = (), stream: int = 0, cuda_graph: bool = False) -> None:
         self.folder = folder
         self.manifest = manifest or read_manifest(folder)
+        check_runs_here(folder, self.manifest)
         prefix = self.manifest["prefix"]
         self.ffi = _ffi(prefix)
         try:

@@ -30,6 +30,8 @@ class ExecutionOrder(enum.IntEnum):
     MEMORY_EFFICIENT = 2
 
 
+MARCH_KEY = "session.onnxc.march"
+
 # Session config keys onnxruntime documents (onnxruntime_session_options_config_keys.h) with
 # what onnxc does with them; any other key warns, as it would have no effect.
 CONFIG_KEYS = {
@@ -59,6 +61,9 @@ CONFIG_KEYS = {
     "optimization.disable_specified_optimizers": "passes named here (comma separated) are skipped",
     "ep.context_enable": "no execution-provider context models",
     "mlas.enable_gemm_fastmath_arm64_bfloat16": "no effect on this target",
+    # onnxc's own keys
+    MARCH_KEY: "the CPU the code is compiled for: a -march value (x86-64-v3, x86-64-v4, skylake-avx512, "
+               "...), 'native' (the default: this machine) or '' (portable C)",
 }
 
 

@@ -6,6 +6,7 @@ import hashlib
 import itertools
 import logging
 import os
+import re
 import threading
 import time
 import warnings
@@ -19,7 +20,7 @@ from ..driver import CompileOptions, compile_model
 from . import cache, cuda
 from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
-from .options import Env, RunOptions, SessionOptions, usable_cores
+from .options import MARCH_KEY, Env, RunOptions, SessionOptions, usable_cores
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
 
@@ -211,7 +212,8 @@ class InferenceSession:
                                  threads=int(so.intra_op_num_threads) or usable_cores(),
                                  inter_threads=(int(so.inter_op_num_threads) or usable_cores())
                                  if int(so.execution_mode) == 1 else 0,
-                                 denormal_as_zero=so._config.get("session.set_denormal_as_zero") == "1")
+                                 denormal_as_zero=so._config.get("session.set_denormal_as_zero") == "1",
+                                 march=_march(so._config.get(MARCH_KEY, "native")))
         return dataclasses.replace(options, **self._cuda_compile_options())
 
     def _cuda_compile_options(self) -> dict[str, Any]:
@@ -611,3 +613,10 @@ def _type_string(dtype: np.dtype) -> str:
         return dt.from_numpy(dtype).type_string
     except Exception:
         return f"numpy {dtype}"
+
+
+def _march(value: str) -> str:
+    """The session.onnxc.march entry: a -march value, "native" or "" (portable C)."""
+    if not re.fullmatch(r"[A-Za-z0-9._+-]*", value):
+        raise InvalidArgument(f"{MARCH_KEY}={value!r}: expected a -march value such as x86-64-v3, native, or ''")
+    return value
