@@ -11,6 +11,7 @@ import os
 from collections import ChainMap
 from typing import Optional, Union
 
+from google.protobuf.message import DecodeError
 import numpy as np
 import onnx
 import onnx.inliner
@@ -18,7 +19,7 @@ from onnx import external_data_helper, numpy_helper
 
 from . import dtypes as dt
 from .dims import check_size
-from .errors import ModelError, UnsupportedError
+from .errors import ModelError, ModelNotFound, ModelParseError, UnsupportedError
 from .ir import Graph, ModelMeta, Node, Value
 from .ops import registry
 
@@ -42,7 +43,7 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
         else:
             path = os.fspath(source)
             if not os.path.isfile(path):
-                raise ModelError(f"model file not found: {path}")
+                raise ModelNotFound(f"model file not found: {path}")
             model = onnx.load(path, load_external_data=False)
             folder = os.path.dirname(os.path.abspath(path))
         _check_external_data(model, folder)
@@ -50,7 +51,9 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
             external_data_helper.load_external_data_for_model(model, folder)
     except ModelError:
         raise
-    except Exception as e:  # protobuf decode errors, unreadable external data
+    except DecodeError as e:
+        raise ModelParseError(f"cannot load the model: {e}") from e
+    except Exception as e:  # unreadable external data
         raise ModelError(f"cannot load the model: {e}") from e
     try:
         onnx.checker.check_model(model)

@@ -324,3 +324,47 @@ def test_an_output_array_nobody_holds_is_written_again():
     held = [sess.run(None, {"x": x})[0] for x in feeds[4:]]      # held: never written over
     for x, out in zip(feeds[4:], held):
         np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+# --- onnxruntime's exception classes ------------------------------------------------------------
+
+def test_status_exceptions_are_onnxruntimes_classes():
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+    from onnxc.capi import onnxruntime_pybind11_state as state
+    ort_names = {n for n in dir(ort_state) if isinstance(getattr(ort_state, n), type)
+                 and issubclass(getattr(ort_state, n), Exception)}
+    ours = {n for n in dir(state) if isinstance(getattr(state, n), type) and issubclass(getattr(state, n), Exception)}
+    assert ort_names <= ours
+    errors = onnxc.compiler.errors
+    for error, status, builtin in [
+            (onnxc.ModelError, state.InvalidGraph, ValueError), (onnxc.ShapeError, state.InvalidGraph, ValueError),
+            (onnxc.InvalidArgument, state.InvalidArgument, ValueError),
+            (onnxc.UnsupportedError, state.NotImplemented, NotImplementedError),
+            (onnxc.CompileError, state.Fail, RuntimeError), (onnxc.RuntimeFailure, state.RuntimeException, RuntimeError),
+            (onnxc.RuntimeFailure, state.Fail, RuntimeError),
+            (errors.ModelNotFound, state.NoSuchFile, FileNotFoundError),
+            (errors.ModelParseError, state.InvalidProtobuf, ValueError)]:
+        assert issubclass(error, status) and issubclass(error, builtin) and issubclass(error, onnxc.OnnxcError)
+
+
+@pytest.mark.parametrize("source, status", [("missing.onnx", "NoSuchFile"), (b"\x08\x07garbage\xff\xff", "InvalidProtobuf")])
+def test_load_failures_raise_the_status_onnxruntime_raises(tmp_path, source, status):
+    import onnxruntime as ort
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+    from onnxc.capi import onnxruntime_pybind11_state as state
+    if isinstance(source, str):
+        source = str(tmp_path / source)
+    with pytest.raises(getattr(ort_state, status)):
+        ort.InferenceSession(source)
+    with pytest.raises(getattr(state, status)):
+        onnxc.InferenceSession(source)
+
+
+def test_terminated_run_is_onnxruntimes_fail(sess):
+    from onnxc.capi.onnxruntime_pybind11_state import Fail
+    options = onnxc.RunOptions()
+    options.terminate = True
+    with pytest.raises(Fail, match="terminate"):
+        sess.run(None, {"x": np.zeros((1, 8), np.float32)}, options)
