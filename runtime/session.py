@@ -566,7 +566,7 @@ def _node_arg(info: dict) -> NodeArg:
         return NodeArg(info["name"], f"seq(map({info['key_type']},tensor(float)))", [])
     if kind != "tensor":
         return NodeArg(info["name"], _KIND_TYPE[kind].format(text), None)
-    return NodeArg(info["name"], text, list(info["shape"]))
+    return NodeArg(info["name"], text, list(info.get("shown_shape", info["shape"])))
 
 
 def _array_feed(spec: NodeArg, value: Any, expected: dt.DType) -> np.ndarray:

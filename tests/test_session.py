@@ -368,3 +368,33 @@ def test_terminated_run_is_onnxruntimes_fail(sess):
     options.terminate = True
     with pytest.raises(Fail, match="terminate"):
         sess.run(None, {"x": np.zeros((1, 8), np.float32)}, options)
+
+
+# --- dims the model leaves unnamed ----------------------------------------------------------------
+
+def unnamed_dim_model():
+    return make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", T.FLOAT, [None, "n", 3])],
+                      [("y", T.FLOAT, [None, "n", 3])])
+
+
+def test_unnamed_dims_are_none_as_in_onnxruntime():
+    import onnxruntime as ort
+    model = unnamed_dim_model().SerializeToString()
+    ours, theirs = onnxc.InferenceSession(model), ort.InferenceSession(model)
+    for get in ("get_inputs", "get_outputs"):
+        assert [a.shape for a in getattr(ours, get)()] == [a.shape for a in getattr(theirs, get)()] == [[None, "n", 3]]
+    x = np.random.default_rng(0).standard_normal((4, 2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(ours.run(None, {"x": x})[0], np.maximum(x, 0))
+
+
+def test_unnamed_dims_keep_their_cli_names(tmp_path, capsys):
+    """The CLI names an unnamed dim ``<input>_dim<axis>``: --dim sets it in random inputs and
+    fixes it at compile time."""
+    from onnxc import cli
+    path = str(tmp_path / "m.onnx")
+    onnx.save(unnamed_dim_model(), path)
+    assert cli.main(["run", path, "--dim", "x_dim0=5", "--dim", "n=2"]) == 0
+    assert "x: float[5, 2, 3] random" in capsys.readouterr().out
+    assert cli.main(["compile", path, "--dim", "x_dim0=6", "-o", str(tmp_path / "art"), "--quiet"]) == 0
+    compiled = onnxc.InferenceSession(str(tmp_path / "art"))
+    assert compiled.get_inputs()[0].shape == [6, "n", 3]
