@@ -16,7 +16,7 @@ import numpy as np
 from ..compiler import dtypes as dt
 from ..compiler.errors import CompileError, InvalidArgument, RuntimeFailure, UnsupportedError
 from ..driver import CompileOptions, compile_model
-from . import cache, cuda
+from . import cache, cuda, environment
 from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
 from .options import Env, RunOptions, SessionOptions, usable_cores
@@ -76,6 +76,7 @@ class AssignedSubgraph:
 
 @dataclasses.dataclass(frozen=True)
 class ModelMetadata:
+    """What ``get_modelmeta()`` returns, with onnxruntime's field names."""
     producer_name: str
     graph_name: str
     domain: str
@@ -128,7 +129,7 @@ class InferenceSession:
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
         self._log.info("session ready in %.1f ms: artifact %s, %d inputs, %d outputs",
                        (time.monotonic_ns() - init_start) / 1e6, folder, len(self._inputs), len(self._outputs))
-        if so.log_verbosity_level >= 1:
+        if max(so.log_verbosity_level, environment.default_verbosity()) >= 1:
             self._log.debug("compile options: %s", self._model.manifest.get("options"))
         self._profiler: Optional[Profiler] = None
         # Inputs as (name, numpy dtype, shape) when the model takes plain tensors of static

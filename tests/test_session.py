@@ -398,3 +398,48 @@ def test_unnamed_dims_keep_their_cli_names(tmp_path, capsys):
     assert cli.main(["compile", path, "--dim", "x_dim0=6", "-o", str(tmp_path / "art"), "--quiet"]) == 0
     compiled = onnxc.InferenceSession(str(tmp_path / "art"))
     assert compiled.get_inputs()[0].shape == [6, "n", 3]
+
+
+# --- onnxruntime's module-level functions -----------------------------------------------------------
+
+def test_module_functions_answer_as_onnxruntime():
+    import onnxruntime as ort
+    assert onnxc.get_device() == ("GPU" if "CUDAExecutionProvider" in onnxc.get_available_providers() else "CPU")
+    if onnxc.get_device() == "CPU":
+        assert ort.get_device() == "CPU"
+    assert onnxc.get_version_string() == onnxc.__version__ == onnxc.version
+    assert onnxc.get_build_info().startswith("onnxc Build Info:")
+    assert onnxc.has_collective_ops() is ort.has_collective_ops() is False
+    for name in ("enable_telemetry_events", "disable_telemetry_events", "preload_dlls"):
+        assert getattr(onnxc, name)() is None and getattr(ort, name) is not None
+
+
+def test_set_seed_is_kept_for_random_operators():
+    from onnxc.runtime import environment
+    before = environment.seed()
+    try:
+        onnxc.set_seed(1234)
+        assert environment.seed() == 1234
+        with pytest.raises(onnxc.InvalidArgument):
+            onnxc.set_seed(1.5)
+    finally:
+        environment._seed = before
+
+
+def test_default_logger_verbosity_logs_compile_options(caplog):
+    from onnxc.runtime import environment
+    with pytest.raises(onnxc.InvalidArgument):
+        onnxc.set_default_logger_verbosity(-1)
+    so = onnxc.SessionOptions()
+    so.log_severity_level = 0
+    try:
+        onnxc.set_default_logger_verbosity(1)
+        with caplog.at_level("DEBUG", logger="onnxc"):
+            onnxc.InferenceSession(bias_relu_model().SerializeToString(), so)
+        assert "compile options" in caplog.text
+    finally:
+        onnxc.set_default_logger_verbosity(0)
+    caplog.clear()
+    with caplog.at_level("DEBUG", logger="onnxc"):
+        onnxc.InferenceSession(bias_relu_model().SerializeToString(), so)
+    assert "compile options" not in caplog.text and environment.default_verbosity() == 0
