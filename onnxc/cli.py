@@ -652,7 +652,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="a model's operators (and which are unsupported) or an artifact's manifest",
         description="On a .onnx model: its opsets, inputs, outputs and every operator it uses "
                     "(control-flow bodies too) with node counts, unsupported ones marked; exit "
-                    "status 2 when any is unsupported. On an artifact folder: its manifest "
+                    "status 2 when any is unsupported, 1 when onnx.checker finds the model invalid "
+                    "(other than for operators it does not know). On an artifact folder: its manifest "
                     "(inputs, outputs, arena size, toolchain) as JSON.",
         epilog=_examples("onnxc info model.onnx", "onnxc info build/model"))
     p.add_argument("artifact", help="a .onnx model or an artifact folder")
