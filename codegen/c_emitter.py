@@ -338,7 +338,7 @@ class CEmitter:
                 "weight_refs": weight_refs, "arena": arena, "entry": not self.is_body}
 
     def _io_info(self, v: Value, name: str) -> dict[str, Any]:
-        """Dims as users see them: ints, the model's symbol names, None for derived dims."""
+        """Dims: ints, symbol names (the model's, or made up for unnamed ones), None for derived dims."""
         if v.kind == "map_sequence":  # ZipMap: [N, C] values, keys from its labels
             keys = v.producer.impl.keys(v.producer)
             return {"name": name, "dtype": v.dtype.name, "shape": [None, len(keys)], "kind": v.kind,
@@ -347,7 +347,11 @@ class CEmitter:
             shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
             return {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": v.kind}
         shape = [d if isinstance(d, int) or self.g.dims.defs[d].kind == "input" else None for d in v.shape]
-        return {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": "tensor"}
+        info = {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": "tensor"}
+        # get_inputs()/get_outputs() report a dim the model leaves unnamed as None (as onnxruntime);
+        # "shape" keeps the name onnxc gave it, which the CLI's --dim and the run-time checks use
+        shown = [None if isinstance(d, str) and not self.g.dims.defs[d].named else d for d in shape]
+        return info if shown == shape else {**info, "shown_shape": shown}
 
     def _helper_data(self, used_types: set) -> dict[str, Any]:
         """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""

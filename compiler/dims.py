@@ -41,6 +41,7 @@ class DimDef:
     op: str = ""              # expr operator
     args: tuple = ()          # expr operands (dims)
     origin: str = ""          # human hint: input name/axis or node name
+    named: bool = True        # an input dim: False when the model leaves it unnamed (onnxc made the name up)
 
 
 class DimTable:
@@ -62,9 +63,9 @@ class DimTable:
             if name not in self.defs:
                 return name
 
-    def declare_input(self, name: str, origin: str) -> str:
+    def declare_input(self, name: str, origin: str, named: bool = True) -> str:
         if name not in self.defs:
-            self.defs[name] = DimDef("input", origin=origin)
+            self.defs[name] = DimDef("input", origin=origin, named=named)
         return name
 
     def fresh_input(self, origin: str, hint: str = "v") -> str:

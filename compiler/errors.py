@@ -2,20 +2,34 @@
 
 Each also derives from the built-in exception code written for onnxruntime would catch:
 a bad model or feed is a ValueError, an unsupported feature a NotImplementedError, a
-failure of the toolchain or of a run a RuntimeError.
+failure of the toolchain or of a run a RuntimeError. And each derives from the
+onnxruntime status exception that names the same failure
+(``onnxc.capi.onnxruntime_pybind11_state``, as ``onnxruntime.capi.onnxruntime_pybind11_state``):
+code that catches ``InvalidArgument``, ``NoSuchFile`` or ``Fail`` from onnxruntime catches
+onnxc's errors unchanged.
 """
 from __future__ import annotations
+
+from ..capi import onnxruntime_pybind11_state as ort_status
 
 
 class OnnxcError(Exception):
     """Base class of every error onnxc raises on purpose."""
 
 
-class ModelError(OnnxcError, ValueError):
+class ModelError(OnnxcError, ort_status.InvalidGraph, ValueError):
     """The model is malformed or contradicts itself."""
 
 
-class UnsupportedError(OnnxcError, NotImplementedError):
+class ModelNotFound(ModelError, ort_status.NoSuchFile, FileNotFoundError):
+    """The model file does not exist."""
+
+
+class ModelParseError(ModelError, ort_status.InvalidProtobuf):
+    """The model bytes are not a ModelProto protobuf can read."""
+
+
+class UnsupportedError(OnnxcError, ort_status.NotImplemented, NotImplementedError):
     """The model uses something onnxc cannot compile (an op, opset or type)."""
 
 
@@ -23,18 +37,20 @@ class ShapeError(ModelError):
     """Shapes or types do not fit an operator's rules."""
 
 
-class CompileError(OnnxcError, RuntimeError):
+class CompileError(OnnxcError, ort_status.Fail, RuntimeError):
     """The C toolchain failed on generated code (a bug in onnxc)."""
 
 
-class InvalidArgument(OnnxcError, ValueError):
+class InvalidArgument(OnnxcError, ort_status.InvalidArgument, ValueError):
     """A feed or option passed at run time is wrong (like onnxruntime's INVALID_ARGUMENT)."""
 
 
-class RuntimeFailure(OnnxcError, RuntimeError):
-    """The generated code reported an error while running (e.g. an index out of range)."""
+class RuntimeFailure(OnnxcError, ort_status.RuntimeException, ort_status.Fail, RuntimeError):
+    """The generated code reported an error while running (e.g. an index out of range), or the
+    run was stopped. onnxruntime raises RuntimeException for the one and Fail for the other:
+    either catches it."""
 
 
-class UnsafeCacheError(OnnxcError, PermissionError):
+class UnsafeCacheError(OnnxcError, ort_status.Fail, PermissionError):
     """The compile cache folder is not private to the user: libraries loaded from it could be
     anyone's code."""

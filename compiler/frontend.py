@@ -11,6 +11,7 @@ import os
 from collections import ChainMap
 from typing import Optional, Union
 
+from google.protobuf.message import DecodeError
 import numpy as np
 import onnx
 import onnx.inliner
@@ -18,7 +19,7 @@ from onnx import external_data_helper, numpy_helper
 
 from . import dtypes as dt
 from .dims import check_size
-from .errors import ModelError, UnsupportedError
+from .errors import ModelError, ModelNotFound, ModelParseError, UnsupportedError
 from .ir import Graph, ModelMeta, Node, Value
 from .ops import registry
 
@@ -42,7 +43,7 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
         else:
             path = os.fspath(source)
             if not os.path.isfile(path):
-                raise ModelError(f"model file not found: {path}")
+                raise ModelNotFound(f"model file not found: {path}")
             model = onnx.load(path, load_external_data=False)
             folder = os.path.dirname(os.path.abspath(path))
         _check_external_data(model, folder)
@@ -50,7 +51,9 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
             external_data_helper.load_external_data_for_model(model, folder)
     except ModelError:
         raise
-    except Exception as e:  # protobuf decode errors, unreadable external data
+    except DecodeError as e:
+        raise ModelParseError(f"cannot load the model: {e}") from e
+    except Exception as e:  # unreadable external data
         raise ModelError(f"cannot load the model: {e}") from e
     try:
         onnx.checker.check_model(model)
@@ -168,6 +171,31 @@ def check_supported(model: onnx.ModelProto, opsets: dict[str, int]) -> None:
         raise UnsupportedError("the model uses operators onnxc does not support:\n" + "\n".join(lines))
 
 
+def unnamed_dim_name(input_name: str, axis: int) -> str:
+    """The symbol onnxc gives a dynamic input dim the model leaves unnamed: how the CLI's
+    ``--dim`` and generated code name it. Sessions report such a dim as None, as onnxruntime."""
+    return f"{input_name}_dim{axis}"
+
+
+def input_dim_names(model: onnx.ModelProto) -> list[str]:
+    """The names of the model's dynamic input dims, in order of first use: its own
+    (``dim_param``) and those onnxc gives unnamed ones (``unnamed_dim_name``)."""
+    inits = {i.name for i in model.graph.initializer}
+    names: dict[str, None] = {}
+    for vi in model.graph.input:
+        if vi.name in inits or not vi.type.HasField("tensor_type"):
+            continue
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if not (d.HasField("dim_value") and d.dim_value >= 0):
+                names[_dim_symbol(d) or unnamed_dim_name(vi.name, axis)] = None
+    return list(names)
+
+
+def _dim_symbol(d: onnx.TensorShapeProto.Dimension) -> str:
+    """A dim's own name ('' for none, or for placeholders such as '?' or '-1')."""
+    return d.dim_param if d.dim_param.strip("?") and not d.dim_param.lstrip("-").isdigit() else ""
+
+
 def _tensor_type(vi: onnx.ValueInfoProto, graph: Graph, where: str) -> tuple[dt.DType, tuple]:
     tt = vi.type
     if not tt.HasField("tensor_type"):
@@ -181,10 +209,10 @@ def _tensor_type(vi: onnx.ValueInfoProto, graph: Graph, where: str) -> tuple[dt.
             raise ModelError(f"{where} {vi.name!r} has negative dim {d.dim_value} on axis {axis}")
         if d.HasField("dim_value") and d.dim_value >= 0:
             shape.append(int(d.dim_value))
-        elif d.dim_param and d.dim_param.strip("?") and not d.dim_param.lstrip("-").isdigit():
+        elif _dim_symbol(d):
             shape.append(graph.dims.declare_input(d.dim_param, f"{vi.name}[{axis}]"))
         else:
-            shape.append(graph.dims.declare_input(f"{vi.name}_dim{axis}", f"{vi.name}[{axis}]"))
+            shape.append(graph.dims.declare_input(unnamed_dim_name(vi.name, axis), f"{vi.name}[{axis}]", named=False))
     check_size(shape, dtype.itemsize, f"{where} {vi.name!r}")
     return dtype, tuple(shape)
 
@@ -346,7 +374,8 @@ def _build_body(outer: Graph, g: onnx.GraphProto, by_name, where: str) -> Graph:
 
 def fix_input_dims(model: onnx.ModelProto, overrides) -> onnx.ModelProto:
     """A copy of ``model`` whose symbolic input dims named (or denoted) in ``overrides`` --
-    ("name" | "denotation", key, size) triples -- are those sizes."""
+    ("name" | "denotation", key, size) triples -- are those sizes. A dim the model leaves
+    unnamed is matched by the name onnxc gives it (``unnamed_dim_name``)."""
     fixed = onnx.ModelProto()
     fixed.CopyFrom(model)
     by = {(kind, key): size for kind, key, size in overrides}
@@ -355,10 +384,11 @@ def fix_input_dims(model: onnx.ModelProto, overrides) -> onnx.ModelProto:
     for vi in fixed.graph.input:
         if vi.name in inits or not vi.type.HasField("tensor_type"):
             continue
-        for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_value"):
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value >= 0:
                 continue
-            for key in (("name", d.dim_param), ("denotation", d.denotation)):
+            name = _dim_symbol(d) or unnamed_dim_name(vi.name, axis)
+            for key in (("name", name), ("denotation", d.denotation)):
                 if key[1] and key in by:
                     d.dim_value = by[key]  # replaces dim_param (a oneof)
                     used.add(key)

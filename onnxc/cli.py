@@ -16,6 +16,7 @@ from ._cli_data import (CliError, build_feed, compare, describe, ensure_dir, for
                         parse_dims, read_inputs, save_outputs, summary)
 
 EXIT_OK, EXIT_ERROR, EXIT_UNSUPPORTED, EXIT_NO_REFERENCE = 0, 1, 2, 3
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 EXIT_CODES = """\
 exit status:
@@ -73,6 +74,8 @@ def _compile(args: argparse.Namespace) -> int:
         raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
     bounds: dict[str, int] = {}
     dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim, bounds).items()))
+    _check_dim_names(args.model, [name for _, name, _ in dims] + list(bounds))
+    _check_output_folder(args.output, "package" if args.target == "c" else "artifact", args.force)
     if bounds and args.target != "c":
         raise CliError("--dim NAME<=MAX needs --target c (an artifact for this machine takes any size)")
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
@@ -85,22 +88,97 @@ def _compile(args: argparse.Namespace) -> int:
     manifest, timer = compile_with_stages(args.model, args.output, options, args.command_line, display)
     took = timer.end - timer.start
     if args.target == "c":
-        _say(args, f"wrote the C package {args.output} in {took:.2f}s (arena {manifest['arena_bytes']} bytes, "
-                   f"weights {manifest['weights_bytes']} bytes, code {manifest['code_bytes']} bytes on this host)")
+        _say(args, f"wrote the C package {args.output} in {took:.2f}s (arena {human_size(manifest['arena_bytes'])}, "
+                   f"weights {human_size(manifest['weights_bytes'])}, code {human_size(manifest['code_bytes'])} "
+                   "on this host)")
         return EXIT_OK
     _say(args, f"compiled {args.model} -> {args.output} in {took:.2f}s "
-               f"({manifest['functions']} node functions, arena {manifest['arena_bytes']} bytes)")
+               f"({manifest['functions']} node functions, arena {human_size(manifest['arena_bytes'])})")
     return EXIT_OK
+
+
+def _check_dim_names(model: str, names: Sequence[str]) -> None:
+    """Every --dim names a dynamic input dim of the model (its own names, or <input>_dim<axis>
+    for one it leaves unnamed)."""
+    if not names:
+        return
+    import onnx
+
+    from .compiler.frontend import input_dim_names
+    try:
+        valid = input_dim_names(onnx.load(model, load_external_data=False))
+    except Exception:  # noqa: BLE001 - an unreadable model: compiling it reports why
+        return
+    for name in names:
+        if name not in valid:
+            known = ", ".join(valid) if valid else "none: every input dim is fixed"
+            raise CliError(f"--dim {name}: the model has no input dim of that name (its dims: {known})")
+
+
+# What each kind of compile output holds; a folder with one of these is that kind.
+_OUTPUT_FILES = {"artifact": ("manifest.json", "libmodel.so", "weights.bin", "model.c", "model.cu", "model.h"),
+                 "package": ("Makefile", "main.c", "model.c", "model.h", "weights.c", "weights.bin", "README.md")}
+_OUTPUT_NAMES = {"artifact": "an onnxc artifact (manifest.json)", "package": "a C package (Makefile, main.c)"}
+
+
+def _folder_kind(folder: str) -> Optional[str]:
+    """What an existing folder holds: "artifact", "package", "other" (files onnxc did not
+    write), or None when it is missing or empty."""
+    try:
+        entries = [e for e in os.listdir(folder) if not e.startswith(".")]
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return "other"
+    if not entries:
+        return None
+    if "manifest.json" in entries:
+        return "artifact"
+    if "Makefile" in entries and "main.c" in entries:
+        return "package"
+    return "other"
+
+
+def _check_output_folder(folder: str, kind: str, force: bool) -> None:
+    """-o must be new, empty or an earlier output of the same kind; --force writes over
+    anything, removing the other kind's files so the folder is one thing."""
+    found = _folder_kind(folder)
+    if found is None or found == kind:
+        return
+    if not force:
+        what = _OUTPUT_NAMES.get(found, "files onnxc did not write")
+        raise CliError(f"-o {folder}: the folder holds {what}, not {_OUTPUT_NAMES[kind]}: give another folder, "
+                       "or --force to write over it")
+    if os.path.isdir(folder):
+        for name in set(_OUTPUT_FILES.get(found, ())) - set(_OUTPUT_FILES[kind]):
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                os.unlink(path)
+
+
+def human_size(n: int) -> str:
+    """A byte count as people read it: 512 B, 3.0 KiB, 1.5 MiB."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
 
 
 # --- shared by run, verify and bench -------------------------------------------------------------
 
-def _session(model: str, opt_level: int, threads: int = 0):
+# --log-level as onnxruntime's session severities
+_SEVERITY = {"debug": 0, "info": 1, "warning": 2, "error": 3}
+
+
+def _session(model: str, opt_level: int, threads: int = 0, log_level: Optional[str] = None):
     from .runtime.options import SessionOptions
     from .runtime.session import InferenceSession
     if not os.path.exists(model):
         raise CliError(f"model not found: {model}")
     options = SessionOptions()
+    options.log_severity_level = _SEVERITY[log_level or "warning"]
     options.graph_optimization_level = opt_level
     options.intra_op_num_threads = threads
     return InferenceSession(model, options)
@@ -161,7 +239,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     if args.output_dir:
         ensure_dir(args.output_dir)
-    sess = _session(args.model, args.opt_level)
+    sess = _session(args.model, args.opt_level, log_level=args.log_level)
     notes: list[str] = []
     feed, lines = _feed(sess, args, notes)
     for line in lines:
@@ -196,7 +274,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise CliError(f"model file not found: {args.model}")
     if args.rtol < 0 or args.atol < 0:
         raise CliError("--rtol and --atol must be >= 0")
-    sess = _session(args.artifact or args.model, args.opt_level)
+    sess = _session(args.artifact or args.model, args.opt_level, log_level=args.log_level)
     reference = _reference_session(ort, args.model, None)
     notes: list[str] = []
     feed, lines = _feed(sess, args, notes)
@@ -261,7 +339,7 @@ def _bench(args: argparse.Namespace) -> int:
         print("note: an artifact folder has no .onnx model for onnxruntime: timing onnxc alone "
               "(give the model, and the artifact with --artifact)")
         ort = None
-    sess = _session(args.artifact or args.model, args.opt_level, args.threads)
+    sess = _session(args.artifact or args.model, args.opt_level, args.threads, args.log_level)
     reference = _reference_session(ort, onnx_model, args.threads) if ort is not None else None
     notes: list[str] = []
     feed, lines = _feed(sess, args, notes)
@@ -308,6 +386,7 @@ def _profile(args: argparse.Namespace) -> int:
         raise CliError(f"model not found: {args.model} (profile needs the .onnx model)")
     options = SessionOptions()
     options.enable_profiling = True
+    options.log_severity_level = _SEVERITY[args.log_level or "warning"]
     options.profile_file_prefix = args.prefix
     options.graph_optimization_level = args.opt_level
     sess = InferenceSession(args.model, options)
@@ -321,21 +400,22 @@ def _profile(args: argparse.Namespace) -> int:
     with open(path, encoding="utf-8") as f:
         events = json.load(f)
     runs = [e for e in events if e.get("name") == "model_run"]
-    nodes: dict[tuple[str, str], list[int]] = {}
+    nodes: dict[tuple[str, str, str], list[int]] = {}   # (node index, name, op) -> durations
     for e in events:
         if e.get("cat") == "Node":
-            nodes.setdefault((e["name"][:-len("_kernel_time")], e["args"]["op_name"]), []).append(e["dur"])
+            key = (e["args"]["node_index"], e["name"][:-len("_kernel_time")], e["args"]["op_name"])
+            nodes.setdefault(key, []).append(e["dur"])
     total = sum(sum(d) for d in nodes.values()) or 1
     print(f"trace: {path} ({len(events)} events, {len(runs)} run(s))")
     if runs:
         print(f"model_run: mean {sum(e['dur'] for e in runs) / len(runs) / 1000:.3f} ms")
     ranked = sorted(nodes.items(), key=lambda kv: -sum(kv[1]))[:args.top]
     rows = [[name, op, str(len(d)), f"{sum(d) / len(d) / 1000:.3f}", f"{100 * sum(d) / total:.1f}"]
-            for (name, op), d in ranked]
+            for (_, name, op), d in ranked]
     print(f"top {len(rows)} node(s) by time:")
     _table(["node", "op", "calls", "mean ms", "% of node time"], rows)
     by_op: dict[str, int] = {}
-    for (_, op), d in nodes.items():
+    for (_, _, op), d in nodes.items():
         by_op[op] = by_op.get(op, 0) + sum(d)
     print("time by operator:")
     _table(["op", "% of node time"], [[op, f"{100 * t / total:.1f}"]
@@ -351,10 +431,16 @@ def _model_info(path: str) -> int:
 
     from .compiler.errors import ModelError
     from .compiler.frontend import is_supported, op_inventory, opset_map
-    try:  # no checker: a model with operators nobody registered is exactly what this reports on
+    try:
         model = onnx.load(path, load_external_data=True)
     except Exception as e:
         raise ModelError(f"cannot load {path}: {e}") from e
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:  # noqa: BLE001 - any checker failure
+        # an operator no schema knows is what this command reports on; anything else is a broken model
+        if "No Op registered" not in str(e) and "is deprecated in domain_version" not in str(e):
+            raise ModelError(f"{path} is not a valid ONNX model: {_first_line(e)}") from None
     opsets = opset_map(model)
     print(f"model: {path}")
     print(f"producer: {model.producer_name} {model.producer_version}".rstrip())
@@ -435,9 +521,16 @@ def build_parser() -> argparse.ArgumentParser:
                          "onnxc ops") + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"onnxc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    logs = argparse.ArgumentParser(add_help=False)
+    group = logs.add_argument_group("logging")
+    group.add_argument("-v", "--verbose", action="count", default=0,
+                       help="log onnxc's messages to stderr: -v info, -vv debug")
+    group.add_argument("--log-level", choices=LOG_LEVELS, metavar="LEVEL",
+                       help=f"log onnxc's messages at LEVEL and above to stderr ({', '.join(LOG_LEVELS)}); "
+                            "default: warnings")
 
     p = sub.add_parser(
-        "compile", formatter_class=fmt, help="compile a model into an artifact folder",
+        "compile", parents=[logs], formatter_class=fmt, help="compile a model into an artifact folder",
         description="Compile an ONNX model into an artifact folder: model.c, model.h, libmodel.so, "
                     "weights.bin and manifest.json. onnxc.InferenceSession(FOLDER) and the other "
                     "commands load it without compiling. On a terminal the stages (load/check, "
@@ -468,6 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "
                         "or bounded: NAME<=MAX builds for every size up to MAX, the arena sized for MAX")
+    p.add_argument("--force", action="store_true",
+                   help="write into -o even when it holds another kind of output or other files")
     shown = p.add_mutually_exclusive_group()
     shown.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     shown.add_argument("--progress", action="store_true",
@@ -475,7 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_compile)
 
     p = sub.add_parser(
-        "run", formatter_class=fmt, help="run a model or artifact on given or random inputs",
+        "run", parents=[logs], formatter_class=fmt, help="run a model or artifact on given or random inputs",
         description="Run a .onnx model (compiled through the cache) or an artifact folder once, on "
                     "inputs from files or random ones (strings: random words; sequences: two random "
                     "tensors; optional inputs: left out). Prints each input's origin and each "
@@ -494,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_run)
 
     p = sub.add_parser(
-        "verify", formatter_class=fmt, help="compare onnxc with onnxruntime on the same inputs",
+        "verify", parents=[logs], formatter_class=fmt, help="compare onnxc with onnxruntime on the same inputs",
         description="Run a model with onnxc and with onnxruntime on the same inputs (given or random) "
                     "and compare every output: floats pass within atol + rtol * |expected|, with "
                     "NaNs and infinities where onnxruntime has them; integers, bools and strings "
@@ -514,7 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_verify)
 
     p = sub.add_parser(
-        "bench", formatter_class=fmt, help="time onnxc against onnxruntime",
+        "bench", parents=[logs], formatter_class=fmt, help="time onnxc against onnxruntime",
         description="Time a model's runs with onnxc and, when it is installed, onnxruntime, on the "
                     "same inputs: warmup runs, then --runs timed runs of each; prints min, median "
                     "and p90 milliseconds and the ratio onnxc/onnxruntime (below 1: onnxc is "
@@ -539,7 +634,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_bench)
 
     p = sub.add_parser(
-        "profile", formatter_class=fmt, help="profile a model's nodes (Chrome trace and summary)",
+        "profile", parents=[logs], formatter_class=fmt, help="profile a model's nodes (Chrome trace and summary)",
         description="Compile a model with profiling (every node call timed inside the generated "
                     "code), run it --runs times on given or random inputs, write onnxruntime's "
                     "Chrome-trace JSON (open it in chrome://tracing or Perfetto) and print the nodes "
@@ -553,18 +648,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_profile)
 
     p = sub.add_parser(
-        "info", formatter_class=fmt,
+        "info", parents=[logs], formatter_class=fmt,
         help="a model's operators (and which are unsupported) or an artifact's manifest",
         description="On a .onnx model: its opsets, inputs, outputs and every operator it uses "
                     "(control-flow bodies too) with node counts, unsupported ones marked; exit "
-                    "status 2 when any is unsupported. On an artifact folder: its manifest "
+                    "status 2 when any is unsupported, 1 when onnx.checker finds the model invalid "
+                    "(other than for operators it does not know). On an artifact folder: its manifest "
                     "(inputs, outputs, arena size, toolchain) as JSON.",
         epilog=_examples("onnxc info model.onnx", "onnxc info build/model"))
     p.add_argument("artifact", help="a .onnx model or an artifact folder")
     p.set_defaults(func=_info)
 
     p = sub.add_parser(
-        "ops", formatter_class=fmt, help="list supported operators",
+        "ops", parents=[logs], formatter_class=fmt, help="list supported operators",
         description="Every operator onnxc compiles, as DOMAIN::OP with the opset range it supports "
                     "(an open end: up to the newest opset).",
         epilog=_examples("onnxc ops", "onnxc ops | grep ::Resize"))
@@ -576,6 +672,23 @@ def _names_a_model(args: Sequence[str]) -> bool:
     """Whether `onnxc bench` was given a model or artifact (else it runs the benchmark suite)."""
     return any(a in ("-h", "--help") or (not a.startswith("-") and (os.path.exists(a) or a.endswith(".onnx")))
                for a in args)
+
+
+def _set_up_logging(level: Optional[str]) -> None:
+    """onnxc's log records (the ``onnxc`` logger and its sessions') to stderr at ``level``."""
+    if level is None:
+        return
+    import logging
+    logger = logging.getLogger("onnxc")
+    logger.setLevel(level.upper())
+    for handler in logger.handlers:
+        if getattr(handler, "onnxc_cli", False):   # main() called again in this process
+            handler.setStream(sys.stderr)
+            return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("onnxc: %(levelname)s: %(name)s: %(message)s"))
+    handler.onnxc_cli = True   # type: ignore[attr-defined]
+    logger.addHandler(handler)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -590,6 +703,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as e:  # --help, --version, usage errors
         return e.code if isinstance(e.code, int) else EXIT_ERROR
     args.command_line = " ".join(["onnxc"] + [shlex.quote(a) for a in argv])
+    args.log_level = args.log_level or ("debug" if args.verbose >= 2 else "info" if args.verbose else None)
+    _set_up_logging(args.log_level)
     try:
         return args.func(args)
     except (OnnxcError, CliError, OSError) as e:

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Optional
 import onnx
 
 from .. import __version__
-from ..compiler.errors import ModelError, UnsafeCacheError
+from ..compiler.errors import ModelError, ModelNotFound, UnsafeCacheError
 
 
 def cache_root() -> str:
@@ -74,6 +74,8 @@ def model_digest(source) -> str:
     path = os.path.abspath(os.fspath(source))
     try:
         st = os.stat(path)
+    except FileNotFoundError as e:
+        raise ModelNotFound(f"model file not found: {path}") from e
     except OSError as e:
         raise ModelError(f"cannot read the model file: {e}") from e
     identity = f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}"
@@ -103,6 +105,8 @@ def _hash_model_file(path: str) -> tuple[str, list[str]]:
     try:
         with open(path, "rb") as f:
             data = f.read()
+    except FileNotFoundError as e:
+        raise ModelNotFound(f"model file not found: {path}") from e
     except OSError as e:
         raise ModelError(f"cannot read the model file: {e}") from e
     h.update(data)

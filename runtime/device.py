@@ -133,6 +133,11 @@ def _driver_api(lib: Any) -> _Driver:
     return drv
 
 
+def available() -> bool:
+    """Whether GPU memory can be used here: a CUDA device, or emulation."""
+    return cuda.emulated() or cuda.device_count() > 0
+
+
 def check_device(device_id: int) -> int:
     """``device_id`` if a CUDA device of that number can be used here."""
     device_id = int(device_id)

@@ -145,6 +145,10 @@ class IOBinding:
     # --- outputs ------------------------------------------------------------------
     def bind_output(self, name: str, device_type: str = "cpu", device_id: int = 0, element_type: Any = None,
                     shape: Optional[Sequence[int]] = None, buffer_ptr: Optional[int] = None) -> None:
+        if buffer_ptr is None and str(device_type).lower() == "cuda" and not device.available():
+            # as onnxruntime where no CUDA provider is in use: the output comes back in CPU memory
+            self._outputs[name] = None
+            return
         on_gpu = _on_gpu(device_type, device_id)
         if buffer_ptr is None:
             self._outputs[name] = ON_DEVICE if on_gpu else None

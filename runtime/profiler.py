@@ -54,7 +54,7 @@ class Profiler:
                 pos += max(rank, 0)
             n_in = len(node["inputs"])
             events.append({"cat": "Node", "pid": os.getpid(), "tid": tid, "dur": max(0, (t1 - t0) // 1000),
-                           "ts": self._us(t0), "ph": "X", "name": f"{node['name'] or node['op']}_kernel_time",
+                           "ts": self._us(t0), "ph": "X", "name": f"{node['name'] or node['op'] + '_' + str(node_id)}_kernel_time",
                            "args": {"op_name": node["op"], "provider": PROVIDER, "node_index": str(node_id),
                                     "input_type_shape": shapes[:n_in], "output_type_shape": shapes[n_in:]}})
         args = {"run_tag": run_tag} if run_tag else {}

@@ -17,7 +17,7 @@ import numpy as np
 from ..compiler import dtypes as dt
 from ..compiler.errors import CompileError, InvalidArgument, RuntimeFailure, UnsupportedError
 from ..driver import CompileOptions, compile_model
-from . import cache, cuda
+from . import cache, cuda, environment
 from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
 from .options import MARCH_KEY, Env, RunOptions, SessionOptions, usable_cores
@@ -77,6 +77,7 @@ class AssignedSubgraph:
 
 @dataclasses.dataclass(frozen=True)
 class ModelMetadata:
+    """What ``get_modelmeta()`` returns, with onnxruntime's field names."""
     producer_name: str
     graph_name: str
     domain: str
@@ -129,7 +130,7 @@ class InferenceSession:
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
         self._log.info("session ready in %.1f ms: artifact %s, %d inputs, %d outputs",
                        (time.monotonic_ns() - init_start) / 1e6, folder, len(self._inputs), len(self._outputs))
-        if so.log_verbosity_level >= 1:
+        if max(so.log_verbosity_level, environment.default_verbosity()) >= 1:
             self._log.debug("compile options: %s", self._model.manifest.get("options"))
         self._profiler: Optional[Profiler] = None
         # Inputs as (name, numpy dtype, shape) when the model takes plain tensors of static
@@ -568,7 +569,7 @@ def _node_arg(info: dict) -> NodeArg:
         return NodeArg(info["name"], f"seq(map({info['key_type']},tensor(float)))", [])
     if kind != "tensor":
         return NodeArg(info["name"], _KIND_TYPE[kind].format(text), None)
-    return NodeArg(info["name"], text, list(info["shape"]))
+    return NodeArg(info["name"], text, list(info.get("shown_shape", info["shape"])))
 
 
 def _array_feed(spec: NodeArg, value: Any, expected: dt.DType) -> np.ndarray:

@@ -389,3 +389,114 @@ def test_profile_writes_a_trace_and_summarises_it(tmp_path, monkeypatch, capsys)
     assert "mm" in out and "MatMul" in out and "act" in out
     traces = list(tmp_path.glob("onnxc_profile_*.json"))
     assert len(traces) == 1
+
+
+# --- strictness: dims, broken models, output folders, names, sizes, logging --------------------------------
+
+def test_compile_refuses_a_dim_the_model_does_not_have(capsys, models, tmp_path):
+    code, out, err = _main(capsys, "compile", models["add"], "--dim", "bach=4", "-o", tmp_path / "a", "--quiet")
+    assert code == 1 and "--dim bach: the model has no input dim of that name (its dims: batch)" in err
+    assert not (tmp_path / "a").exists()
+    code, _, err = _main(capsys, "compile", models["add"], "--target", "c", "--dim", "bach<=4", "-o", tmp_path / "b")
+    assert code == 1 and "its dims: batch" in err
+    code, _, err = _main(capsys, "compile", models["add"], "--dim", "batch=4", "-o", tmp_path / "c", "--quiet")
+    assert code == 0, err
+    assert onnxc.InferenceSession(str(tmp_path / "c")).get_inputs()[0].shape == [4, 3]
+
+
+@pytest.mark.parametrize("content", [b"", b"\x08\x07garbage\xff\xff", "dangling"])
+def test_info_fails_on_an_empty_or_broken_model(capsys, tmp_path, content):
+    path = tmp_path / "broken.onnx"
+    if content == "dangling":   # parses, but a node reads a value nothing defines
+        model = make_model([helper.make_node("Relu", ["nothing"], ["y"])], [("x", TensorProto.FLOAT, [2])],
+                           [("y", TensorProto.FLOAT, [2])])
+        content = model.SerializeToString()
+    path.write_bytes(content)
+    with pytest.raises(Exception):
+        onnx.checker.check_model(onnx.load(str(path)))
+    code, out, err = _main(capsys, "info", path)
+    assert code == 1 and "every operator is supported" not in out
+    assert "not a valid ONNX model" in err or "cannot load" in err
+
+
+def test_info_still_reports_unknown_operators(capsys, models):
+    code, out, _ = _main(capsys, "info", models["unsupported"])
+    assert code == 2 and "NOT SUPPORTED" in out
+    code, out, _ = _main(capsys, "info", models["add"])
+    assert code == 0 and "every operator is supported" in out
+
+
+def test_compile_refuses_a_folder_holding_another_kind_of_output(capsys, models, tmp_path):
+    package = ["--target", "c", "--dim", "batch=1", "--quiet"]
+    art = tmp_path / "art"
+    assert _main(capsys, "compile", models["add"], "-o", art, "--quiet")[0] == 0
+    assert _main(capsys, "compile", models["add"], "-o", art, "--quiet")[0] == 0   # the same kind: rebuilt
+    code, _, err = _main(capsys, "compile", models["add"], "-o", art, *package)
+    assert code == 1 and "holds an onnxc artifact" in err and "--force" in err
+    code, _, err = _main(capsys, "compile", models["add"], "-o", art, *package, "--force")
+    assert code == 0, err
+    assert (art / "Makefile").is_file() and not (art / "manifest.json").exists() and not (art / "libmodel.so").exists()
+    code, _, err = _main(capsys, "compile", models["add"], "-o", art, "--quiet")
+    assert code == 1 and "holds a C package" in err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    code, _, err = _main(capsys, "compile", models["add"], "-o", other, "--quiet")
+    assert code == 1 and "files onnxc did not write" in err
+    assert _main(capsys, "compile", models["add"], "-o", other, "--quiet", "--force")[0] == 0
+    assert (other / "notes.txt").read_text() == "mine" and (other / "manifest.json").is_file()
+
+
+def test_profile_names_nodes_as_the_model_and_onnxruntime_do(tmp_path, monkeypatch, capsys):
+    """Named nodes keep their names; unnamed ones are <Op>_<index> (as onnxruntime's trace) and are
+    listed one row each, never merged."""
+    import onnxruntime as ort
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="first"), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Neg", ["b"], ["c"]), helper.make_node("Relu", ["c"], ["y"], name="last")]
+    path = tmp_path / "m.onnx"
+    onnx.save(make_model(nodes, [("x", TensorProto.FLOAT, [4, 64])], [("y", TensorProto.FLOAT, [4, 64])]), str(path))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _main(capsys, "profile", path, "--runs", "2", "--top", "10", "-O", "0")
+    assert code == 0, err
+    table = out.split("top ")[1].split("time by operator")[0]
+    rows = [line.split() for line in table.splitlines()[2:] if line.strip()]
+    names = [r[0] for r in rows]
+    assert sorted(names)[:2] == ["Neg_1", "Neg_2"] and {"first", "last"} <= set(names) and len(names) == 4
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    sess.run(None, {"x": np.ones((4, 64), np.float32)})
+    with open(sess.end_profiling()) as f:
+        theirs = {e["name"][:-len("_kernel_time")] for e in json.load(f) if e.get("cat") == "Node"}
+    assert {"first", "last", "Neg_1", "Neg_2"} == theirs
+
+
+def test_sizes_are_printed_for_people(capsys, tmp_path):
+    assert [cli.human_size(n) for n in (0, 1023, 1024, 1536, 5 * 2**20, 3 * 2**30)] == \
+        ["0 B", "1023 B", "1.0 KiB", "1.5 KiB", "5.0 MiB", "3.0 GiB"]
+    w = numpy_helper.from_array(np.ones((256, 256), np.float32), "w")
+    path = tmp_path / "mm.onnx"
+    onnx.save(make_model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", TensorProto.FLOAT, [64, 256])],
+                         [("y", TensorProto.FLOAT, [64, 256])], [w]), str(path))
+    code, out, _ = _main(capsys, "compile", path, "--target", "c", "-o", tmp_path / "pkg")
+    assert code == 0 and "weights 256.0 KiB" in out and " bytes" not in out
+
+
+@pytest.fixture
+def restore_onnxc_logger():
+    import logging
+    logger = logging.getLogger("onnxc")
+    level, handlers = logger.level, list(logger.handlers)
+    yield
+    logger.setLevel(level)
+    logger.handlers[:] = handlers
+
+
+@pytest.mark.parametrize("flag", [["-v"], ["--log-level", "info"], ["--log-level", "debug"]])
+def test_log_level_flag_shows_onnxcs_log_records(capsys, artifact, flag, restore_onnxc_logger):
+    code, _, err = _main(capsys, "run", artifact)
+    assert code == 0 and "session ready" not in err
+    code, _, err = _main(capsys, "run", artifact, *flag)
+    assert code == 0 and "INFO: onnxc.session" in err and "session ready" in err
+    assert ("DEBUG: onnxc.session" in err) == (flag[-1] == "debug")

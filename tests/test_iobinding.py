@@ -101,3 +101,22 @@ def test_run_with_ort_values_and_run_async():
     sess.run_async(None, {"x": X[:, :2]}, callback, None)
     assert done.wait(30)
     assert got["outputs"] == [] and "invalid dimensions" in got["err"]
+
+
+@pytest.mark.skipif(onnxc.runtime.device.available(), reason="needs a machine without a GPU (or emulation)")
+def test_output_bound_to_cuda_without_a_gpu_comes_back_on_the_cpu():
+    """onnxruntime with no CUDA provider in use returns such an output in CPU memory."""
+    import onnxruntime as ort
+    bytes_ = model().SerializeToString()
+    got = []
+    for runtime in (onnxc, ort):
+        sess = runtime.InferenceSession(bytes_)
+        binding = sess.io_binding()
+        binding.bind_cpu_input("x", X)
+        binding.bind_output("y", "cuda")
+        sess.run_with_iobinding(binding)
+        y, = binding.get_outputs()
+        got.append((y.device_name(), y.numpy()))
+    assert got[0][0] == got[1][0] == "cpu"
+    np.testing.assert_allclose(got[0][1], got[1][1], rtol=1e-6)
+    np.testing.assert_allclose(got[0][1], expected(X)[0], rtol=1e-6)

@@ -324,3 +324,122 @@ def test_an_output_array_nobody_holds_is_written_again():
     held = [sess.run(None, {"x": x})[0] for x in feeds[4:]]      # held: never written over
     for x, out in zip(feeds[4:], held):
         np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+# --- onnxruntime's exception classes ------------------------------------------------------------
+
+def test_status_exceptions_are_onnxruntimes_classes():
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+    from onnxc.capi import onnxruntime_pybind11_state as state
+    ort_names = {n for n in dir(ort_state) if isinstance(getattr(ort_state, n), type)
+                 and issubclass(getattr(ort_state, n), Exception)}
+    ours = {n for n in dir(state) if isinstance(getattr(state, n), type) and issubclass(getattr(state, n), Exception)}
+    assert ort_names <= ours
+    errors = onnxc.compiler.errors
+    for error, status, builtin in [
+            (onnxc.ModelError, state.InvalidGraph, ValueError), (onnxc.ShapeError, state.InvalidGraph, ValueError),
+            (onnxc.InvalidArgument, state.InvalidArgument, ValueError),
+            (onnxc.UnsupportedError, state.NotImplemented, NotImplementedError),
+            (onnxc.CompileError, state.Fail, RuntimeError), (onnxc.RuntimeFailure, state.RuntimeException, RuntimeError),
+            (onnxc.RuntimeFailure, state.Fail, RuntimeError),
+            (errors.ModelNotFound, state.NoSuchFile, FileNotFoundError),
+            (errors.ModelParseError, state.InvalidProtobuf, ValueError)]:
+        assert issubclass(error, status) and issubclass(error, builtin) and issubclass(error, onnxc.OnnxcError)
+
+
+@pytest.mark.parametrize("source, status", [("missing.onnx", "NoSuchFile"), (b"\x08\x07garbage\xff\xff", "InvalidProtobuf")])
+def test_load_failures_raise_the_status_onnxruntime_raises(tmp_path, source, status):
+    import onnxruntime as ort
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+    from onnxc.capi import onnxruntime_pybind11_state as state
+    if isinstance(source, str):
+        source = str(tmp_path / source)
+    with pytest.raises(getattr(ort_state, status)):
+        ort.InferenceSession(source)
+    with pytest.raises(getattr(state, status)):
+        onnxc.InferenceSession(source)
+
+
+def test_terminated_run_is_onnxruntimes_fail(sess):
+    from onnxc.capi.onnxruntime_pybind11_state import Fail
+    options = onnxc.RunOptions()
+    options.terminate = True
+    with pytest.raises(Fail, match="terminate"):
+        sess.run(None, {"x": np.zeros((1, 8), np.float32)}, options)
+
+
+# --- dims the model leaves unnamed ----------------------------------------------------------------
+
+def unnamed_dim_model():
+    return make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", T.FLOAT, [None, "n", 3])],
+                      [("y", T.FLOAT, [None, "n", 3])])
+
+
+def test_unnamed_dims_are_none_as_in_onnxruntime():
+    import onnxruntime as ort
+    model = unnamed_dim_model().SerializeToString()
+    ours, theirs = onnxc.InferenceSession(model), ort.InferenceSession(model)
+    for get in ("get_inputs", "get_outputs"):
+        assert [a.shape for a in getattr(ours, get)()] == [a.shape for a in getattr(theirs, get)()] == [[None, "n", 3]]
+    x = np.random.default_rng(0).standard_normal((4, 2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(ours.run(None, {"x": x})[0], np.maximum(x, 0))
+
+
+def test_unnamed_dims_keep_their_cli_names(tmp_path, capsys):
+    """The CLI names an unnamed dim ``<input>_dim<axis>``: --dim sets it in random inputs and
+    fixes it at compile time."""
+    from onnxc import cli
+    path = str(tmp_path / "m.onnx")
+    onnx.save(unnamed_dim_model(), path)
+    assert cli.main(["run", path, "--dim", "x_dim0=5", "--dim", "n=2"]) == 0
+    assert "x: float[5, 2, 3] random" in capsys.readouterr().out
+    assert cli.main(["compile", path, "--dim", "x_dim0=6", "-o", str(tmp_path / "art"), "--quiet"]) == 0
+    compiled = onnxc.InferenceSession(str(tmp_path / "art"))
+    assert compiled.get_inputs()[0].shape == [6, "n", 3]
+
+
+# --- onnxruntime's module-level functions -----------------------------------------------------------
+
+def test_module_functions_answer_as_onnxruntime():
+    import onnxruntime as ort
+    assert onnxc.get_device() == ("GPU" if "CUDAExecutionProvider" in onnxc.get_available_providers() else "CPU")
+    if onnxc.get_device() == "CPU":
+        assert ort.get_device() == "CPU"
+    assert onnxc.get_version_string() == onnxc.__version__ == onnxc.version
+    assert onnxc.get_build_info().startswith("onnxc Build Info:")
+    assert onnxc.has_collective_ops() is ort.has_collective_ops() is False
+    for name in ("enable_telemetry_events", "disable_telemetry_events", "preload_dlls"):
+        assert getattr(onnxc, name)() is None and getattr(ort, name) is not None
+
+
+def test_set_seed_is_kept_for_random_operators():
+    from onnxc.runtime import environment
+    before = environment.seed()
+    try:
+        onnxc.set_seed(1234)
+        assert environment.seed() == 1234
+        with pytest.raises(onnxc.InvalidArgument):
+            onnxc.set_seed(1.5)
+    finally:
+        environment._seed = before
+
+
+def test_default_logger_verbosity_logs_compile_options(caplog):
+    from onnxc.runtime import environment
+    with pytest.raises(onnxc.InvalidArgument):
+        onnxc.set_default_logger_verbosity(-1)
+    so = onnxc.SessionOptions()
+    so.log_severity_level = 0
+    try:
+        onnxc.set_default_logger_verbosity(1)
+        with caplog.at_level("DEBUG", logger="onnxc"):
+            onnxc.InferenceSession(bias_relu_model().SerializeToString(), so)
+        assert "compile options" in caplog.text
+    finally:
+        onnxc.set_default_logger_verbosity(0)
+    caplog.clear()
+    with caplog.at_level("DEBUG", logger="onnxc"):
+        onnxc.InferenceSession(bias_relu_model().SerializeToString(), so)
+    assert "compile options" not in caplog.text and environment.default_verbosity() == 0
