@@ -1,0 +1,87 @@
+"""Operator versions from before opset 7, and MaxRoiPool.
+
+onnxruntime runs none of these versions except MaxRoiPool-1, so each is compared with a
+numpy computation of its spec; MaxRoiPool-1 is also compared with onnxruntime, which checks
+the numpy reference that MaxRoiPool-22 is compared with.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import onnxc
+from helpers import make_model, run_onnxc, run_ort
+
+rng = np.random.default_rng(7)
+F = TP.FLOAT
+
+
+def single(op, inputs, outputs, opset, initializers=(), **attrs):
+    node = helper.make_node(op, [n for n, _, _ in inputs] + [i.name for i in initializers],
+                            [n for n, _, _ in outputs], **attrs)
+    graph_inputs = [(n, t, s) for n, t, s in inputs]
+    return make_model([node], graph_inputs, outputs, initializers, opset=opset)
+
+
+def close(actual, expected, rtol=1e-5, atol=1e-6):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual.shape, expected.shape)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+# --- BatchNormalization-1 and -6 --------------------------------------------------------------
+
+def bn_params(c):
+    return {"scale": rng.random(c, np.float32) + 0.5, "B": rng.standard_normal(c).astype(np.float32),
+            "mean": rng.standard_normal(c).astype(np.float32), "var": rng.random(c, np.float32) + 0.5}
+
+
+def bn_inputs(shape, param_shape):
+    return [("X", F, shape)] + [(n, F, param_shape) for n in ("scale", "B", "mean", "var")]
+
+
+@pytest.mark.parametrize("opset,attrs", [(1, {"consumed_inputs": [0, 0, 0, 1, 1]}), (6, {})])
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (4, 3), ("N", 3, 6)])
+def test_batch_norm_test_mode(opset, attrs, shape):
+    dims = tuple(2 if isinstance(d, str) else d for d in shape)
+    x, p = rng.standard_normal(dims).astype(np.float32), bn_params(3)
+    m = single("BatchNormalization", bn_inputs(list(shape), [3]), [("Y", F, list(shape))], opset, is_test=1,
+               epsilon=1e-3, **attrs)
+    (y,) = run_onnxc(m, {"X": x, **p})
+    c = (-1,) + (1,) * (x.ndim - 2)
+    expected = (x - p["mean"].reshape(c)) / np.sqrt(p["var"].reshape(c) + 1e-3) * p["scale"].reshape(c) + p["B"].reshape(c)
+    close(y, expected.astype(np.float32))
+
+
+def test_batch_norm_6_per_element():
+    """spatial=0: scale, B, mean and var have one value per element of a sample (C x H x W)."""
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    p = {k: v.reshape(3, 1).repeat(4, 1) + rng.random((3, 4), np.float32) for k, v in bn_params(3).items()}
+    m = single("BatchNormalization", bn_inputs([2, 3, 4], [3, 4]), [("Y", F, [2, 3, 4])], 6, is_test=1, spatial=0)
+    (y,) = run_onnxc(m, {"X": x, **p})
+    close(y, ((x - p["mean"]) / np.sqrt(p["var"] + 1e-5) * p["scale"] + p["B"]).astype(np.float32))
+
+
+@pytest.mark.parametrize("opset,attrs", [(1, {"consumed_inputs": [0, 0, 0, 1, 1]}), (6, {})])
+def test_batch_norm_training_mode(opset, attrs):
+    """is_test=0: normalize with the batch statistics; outputs the running statistics and the
+    batch mean and (biased) variance."""
+    x, p = rng.standard_normal((4, 3, 5)).astype(np.float32), bn_params(3)
+    outputs = [("Y", F, [4, 3, 5])] + [(n, F, [3]) for n in ("rmean", "rvar", "smean", "svar")]
+    m = single("BatchNormalization", bn_inputs([4, 3, 5], [3]), outputs, opset, momentum=0.8, **attrs)
+    y, rmean, rvar, smean, svar = run_onnxc(m, {"X": x, **p})
+    mu, var = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
+    c = (-1, 1)
+    close(y, ((x - mu.reshape(c)) / np.sqrt(var.reshape(c) + 1e-5) * p["scale"].reshape(c)
+              + p["B"].reshape(c)).astype(np.float32), atol=1e-5)
+    close(rmean, (p["mean"] * 0.8 + mu * 0.2).astype(np.float32))
+    close(rvar, (p["var"] * 0.8 + var * 0.2).astype(np.float32))
+    close(smean, mu.astype(np.float32))
+    close(svar, var.astype(np.float32))
+
+
+def test_batch_norm_6_training_per_element_is_unsupported():
+    m = single("BatchNormalization", bn_inputs([2, 3], [3]), [("Y", F, [2, 3])], 6, spatial=0)
+    with pytest.raises(onnxc.UnsupportedError, match="spatial=0"):
+        run_onnxc(m, {"X": np.zeros((2, 3), np.float32), **bn_params(3)})
