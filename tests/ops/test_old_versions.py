@@ -85,3 +85,22 @@ def test_batch_norm_6_training_per_element_is_unsupported():
     m = single("BatchNormalization", bn_inputs([2, 3], [3]), [("Y", F, [2, 3])], 6, spatial=0)
     with pytest.raises(onnxc.UnsupportedError, match="spatial=0"):
         run_onnxc(m, {"X": np.zeros((2, 3), np.float32), **bn_params(3)})
+
+
+# --- PRelu-1 and -6 ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset,attrs", [(1, {"consumed_inputs": [0]}), (6, {})])
+@pytest.mark.parametrize("x_shape,slope_shape,view", [
+    ((2, 3, 4), (1,), (1,)),            # one slope for every channel
+    ((2, 3, 4), (3,), (3, 1)),          # one slope per channel (axis 1)
+    ((2, 3, 4, 5), (3,), (3, 1, 1)),
+    ((2, 3, 4, 5), (5,), (5,)),         # broadcasts like PRelu-7
+    ((2, 3, 4), (3, 4), (3, 4)),
+])
+def test_prelu_old(opset, attrs, x_shape, slope_shape, view):
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    slope = rng.standard_normal(slope_shape).astype(np.float32)
+    m = single("PRelu", [("X", F, list(x_shape)), ("slope", F, list(slope_shape))], [("Y", F, list(x_shape))],
+               opset, **attrs)
+    (y,) = run_onnxc(m, {"X": x, "slope": slope})
+    close(y, np.where(x < 0, x * slope.reshape(view), x))
