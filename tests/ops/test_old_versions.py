@@ -104,3 +104,22 @@ def test_prelu_old(opset, attrs, x_shape, slope_shape, view):
                opset, **attrs)
     (y,) = run_onnxc(m, {"X": x, "slope": slope})
     close(y, np.where(x < 0, x * slope.reshape(view), x))
+
+
+# --- Pad-1 ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode,np_mode", [("constant", "constant"), ("reflect", "reflect"), ("edge", "edge")])
+def test_pad_1(mode, np_mode):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    paddings = [0, 1, 2, 1, 0, 3]  # begins of each axis, then ends
+    m = single("Pad", [("data", F, [2, 3, 4])], [("output", F, [3, 4, 9])], 1, paddings=paddings, mode=mode,
+               value=2.5)
+    (y,) = run_onnxc(m, {"data": x})
+    kw = {"constant_values": 2.5} if mode == "constant" else {}
+    close(y, np.pad(x, [(0, 1), (1, 0), (2, 3)], mode=np_mode, **kw))
+
+
+def test_pad_1_needs_paddings_per_axis():
+    m = single("Pad", [("data", F, [2, 3])], [("output", F, [2, 5])], 1, paddings=[1, 1])
+    with pytest.raises(onnxc.ShapeError, match="paddings"):
+        run_onnxc(m, {"data": np.zeros((2, 3), np.float32)})
