@@ -123,3 +123,45 @@ def test_pad_1_needs_paddings_per_axis():
     m = single("Pad", [("data", F, [2, 3])], [("output", F, [2, 5])], 1, paddings=[1, 1])
     with pytest.raises(onnxc.ShapeError, match="paddings"):
         run_onnxc(m, {"data": np.zeros((2, 3), np.float32)})
+
+
+# --- Split-1 ----------------------------------------------------------------------------------
+
+def split_model(x_shape, sizes, split_input=None, **attrs):
+    outputs = [(f"y{i}", F, None) for i in range(len(sizes))]
+    axis = attrs.get("axis", 0)
+    outputs = [(n, t, [s if a == axis else d for a, d in enumerate(x_shape)]) for (n, t, _), s in zip(outputs, sizes)]
+    inputs = [("input", F, list(x_shape))]
+    inits = []
+    if split_input is not None:
+        if isinstance(split_input, np.ndarray):
+            inits = [numpy_helper.from_array(split_input, "split")]
+        else:
+            inputs.append(("split", split_input, [len(sizes)]))
+    return single("Split", inputs, outputs, 1, inits, **attrs)
+
+
+@pytest.mark.parametrize("case", ["attribute", "float input", "int64 input", "equal", "default axis"])
+def test_split_1(case):
+    x = rng.standard_normal((4, 6, 2)).astype(np.float32)
+    feeds = {"input": x}
+    if case == "attribute":
+        m, sizes, axis = split_model(x.shape, [1, 5], axis=1, split=[1, 5]), [1, 5], 1
+    elif case == "float input":  # the schema types split like the input
+        m, sizes, axis = split_model(x.shape, [2, 4], np.array([2, 4], np.float32), axis=1), [2, 4], 1
+    elif case == "int64 input":  # computed at run time
+        m, sizes, axis = split_model(x.shape, [3, 3], TP.INT64, axis=1), [3, 3], 1
+        feeds["split"] = np.array([3, 3], np.int64)
+    elif case == "equal":
+        m, sizes, axis = split_model(x.shape, [3, 3], axis=1), [3, 3], 1
+    else:  # no axis attribute: axis 0, as from Split-2 on
+        m, sizes, axis = split_model(x.shape, [1, 3], split=[1, 3]), [1, 3], 0
+    results = run_onnxc(m, feeds)
+    for y, e in zip(results, np.split(x, np.cumsum(sizes)[:-1], axis=axis)):
+        close(y, e)
+
+
+def test_split_1_rejects_attribute_and_input():
+    m = split_model((4, 6), [2, 4], np.array([2, 4], np.float32), axis=1, split=[2, 4])
+    with pytest.raises(onnxc.ShapeError, match="both"):
+        run_onnxc(m, {"input": np.zeros((4, 6), np.float32)})
