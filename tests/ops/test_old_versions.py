@@ -165,3 +165,34 @@ def test_split_1_rejects_attribute_and_input():
     m = split_model((4, 6), [2, 4], np.array([2, 4], np.float32), axis=1, split=[2, 4])
     with pytest.raises(onnxc.ShapeError, match="both"):
         run_onnxc(m, {"input": np.zeros((4, 6), np.float32)})
+
+
+# --- Tile-1 -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tiles_type,axis", [(TP.INT64, 1), (F, -1), (F, 0)])
+def test_tile_1_constant(tiles_type, axis):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    np_type = np.int64 if tiles_type == TP.INT64 else np.float32
+    inits = [numpy_helper.from_array(np.array([3], np_type), "tiles"),
+             numpy_helper.from_array(np.array([axis], np_type), "axis")]
+    out = list(x.shape)
+    out[axis] *= 3
+    m = single("Tile", [("input", F, [2, 3, 4])], [("output", F, out)], 1, inits)
+    (y,) = run_onnxc(m, {"input": x})
+    close(y, np.concatenate([x] * 3, axis=axis))
+
+
+@pytest.mark.parametrize("tiles", [0, 1, 4])
+def test_tile_1_run_time_tiles(tiles):
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    m = single("Tile", [("input", F, [2, 3]), ("tiles", F, [1])], [("output", F, [2, "T"])], 1,
+               [numpy_helper.from_array(np.array([1], np.float32), "axis")])
+    (y,) = run_onnxc(m, {"input": x, "tiles": np.array([tiles], np.float32)})
+    close(y, np.concatenate([x] * tiles, axis=1) if tiles else np.zeros((2, 0), np.float32))
+
+
+def test_tile_1_rejects_fractional_run_time_tiles():
+    m = single("Tile", [("input", F, [2, 3]), ("tiles", F, [1])], [("output", F, [2, "T"])], 1,
+               [numpy_helper.from_array(np.array([1], np.float32), "axis")])
+    with pytest.raises(onnxc.RuntimeFailure, match="whole number"):
+        run_onnxc(m, {"input": np.zeros((2, 3), np.float32), "tiles": np.array([1.5], np.float32)})
