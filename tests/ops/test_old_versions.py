@@ -196,3 +196,45 @@ def test_tile_1_rejects_fractional_run_time_tiles():
                [numpy_helper.from_array(np.array([1], np.float32), "axis")])
     with pytest.raises(onnxc.RuntimeFailure, match="whole number"):
         run_onnxc(m, {"input": np.zeros((2, 3), np.float32), "tiles": np.array([1.5], np.float32)})
+
+
+# --- Upsample-1 -------------------------------------------------------------------------------
+
+def bilinear_asymmetric(x, sh, sw):
+    """Upsample-1 bilinear: output pixel (i, j) samples input (i / sh, j / sw), clamped at the edge."""
+    n, c, h, w = x.shape
+    oh, ow = int(np.floor(h * sh)), int(np.floor(w * sw))
+    out = np.zeros((n, c, oh, ow), np.float64)
+    for i in range(oh):
+        for j in range(ow):
+            fy, fx = min(i / sh, h - 1), min(j / sw, w - 1)
+            y0, x0 = int(fy), int(fx)
+            y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
+            dy, dx = fy - y0, fx - x0
+            out[:, :, i, j] = (x[:, :, y0, x0] * (1 - dy) * (1 - dx) + x[:, :, y0, x1] * (1 - dy) * dx
+                               + x[:, :, y1, x0] * dy * (1 - dx) + x[:, :, y1, x1] * dy * dx)
+    return out.astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype,elem", [(np.float32, F), (np.int32, TP.INT32)])
+def test_upsample_1_nearest(dtype, elem):
+    x = (rng.standard_normal((1, 2, 3, 4)) * 10).astype(dtype)
+    m = single("Upsample", [("X", elem, [1, 2, 3, 4])], [("Y", elem, [1, 2, 6, 12])], 1, height_scale=2.0,
+               width_scale=3.0)
+    (y,) = run_onnxc(m, {"X": x})
+    np.testing.assert_array_equal(y, x.repeat(2, axis=2).repeat(3, axis=3))
+
+
+def test_upsample_1_bilinear():
+    x = rng.standard_normal((2, 1, 3, 4)).astype(np.float32)
+    m = single("Upsample", [("X", F, [2, 1, 3, 4])], [("Y", F, [2, 1, 7, 6])], 1, height_scale=2.5,
+               width_scale=1.5, mode="bilinear")
+    (y,) = run_onnxc(m, {"X": x})
+    close(y, bilinear_asymmetric(x, 2.5, 1.5))
+
+
+def test_upsample_1_rejects_linear_spelling():
+    m = single("Upsample", [("X", F, [1, 1, 2, 2])], [("Y", F, [1, 1, 4, 4])], 1, height_scale=2.0,
+               width_scale=2.0, mode="linear")
+    with pytest.raises(onnxc.ShapeError, match="bilinear"):
+        run_onnxc(m, {"X": np.zeros((1, 1, 2, 2), np.float32)})
