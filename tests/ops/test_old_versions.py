@@ -238,3 +238,55 @@ def test_upsample_1_rejects_linear_spelling():
                width_scale=2.0, mode="linear")
     with pytest.raises(onnxc.ShapeError, match="bilinear"):
         run_onnxc(m, {"X": np.zeros((1, 1, 2, 2), np.float32)})
+
+
+# --- MaxRoiPool -------------------------------------------------------------------------------
+
+def max_roi_pool(x, rois, pooled, scale):
+    """Fast R-CNN RoI max pooling, written from the spec's description."""
+    ph_n, pw_n = pooled
+    _, c, h, w = x.shape
+    y = np.zeros((len(rois), c, ph_n, pw_n), x.dtype)
+    for r, (b, *box) in enumerate(rois):
+        x1, y1, x2, y2 = (int(np.round(np.float32(v) * np.float32(scale))) for v in box)
+        roi_h, roi_w = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        bin_h, bin_w = np.float32(roi_h) / np.float32(ph_n), np.float32(roi_w) / np.float32(pw_n)
+        for ph in range(ph_n):
+            h0 = min(max(int(np.floor(ph * bin_h)) + y1, 0), h)
+            h1 = min(max(int(np.ceil((ph + 1) * bin_h)) + y1, 0), h)
+            for pw in range(pw_n):
+                w0 = min(max(int(np.floor(pw * bin_w)) + x1, 0), w)
+                w1 = min(max(int(np.ceil((pw + 1) * bin_w)) + x1, 0), w)
+                if h1 > h0 and w1 > w0:
+                    y[r, :, ph, pw] = x[int(b), :, h0:h1, w0:w1].max(axis=(1, 2))
+    return y
+
+
+ROIS = np.array([[0, 0, 0, 3, 3], [1, 1, 1, 6, 4], [0, -2, -1, 12, 9], [1, 2.4, 1.6, 2.6, 1.5],
+                 [1, 9, 9, 11, 12]], np.float32)  # inside, clipped, sub-pixel, outside X
+
+
+def roi_model(opset, n_rois="R"):
+    return single("MaxRoiPool", [("X", F, [2, 3, 6, 7]), ("rois", F, [n_rois, 5])],
+                  [("Y", F, [n_rois, 3, 2, 3])], opset, pooled_shape=[2, 3], spatial_scale=0.8)
+
+
+def test_max_roi_pool_1_matches_onnxruntime_and_reference():
+    x = rng.standard_normal((2, 3, 6, 7)).astype(np.float32)
+    feeds = {"X": x, "rois": ROIS}
+    (expected,) = run_ort(roi_model(1), feeds)
+    (y,) = run_onnxc(roi_model(1), feeds)
+    np.testing.assert_array_equal(y, expected)
+    np.testing.assert_array_equal(max_roi_pool(x, ROIS, (2, 3), 0.8), expected)
+
+
+def test_max_roi_pool_22_matches_reference():
+    x = rng.standard_normal((2, 3, 6, 7)).astype(np.float32)
+    (y,) = run_onnxc(roi_model(22), {"X": x, "rois": ROIS})
+    np.testing.assert_array_equal(y, max_roi_pool(x, ROIS, (2, 3), 0.8))
+
+
+def test_max_roi_pool_rejects_bad_batch_index():
+    rois = np.array([[2, 0, 0, 1, 1]], np.float32)
+    with pytest.raises(onnxc.RuntimeFailure, match="batch index"):
+        run_onnxc(roi_model(22), {"X": np.zeros((2, 3, 6, 7), np.float32), "rois": rois})
