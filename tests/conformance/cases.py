@@ -26,9 +26,14 @@ def all_cases() -> dict[str, Any]:
 
 
 def expected_failures() -> dict[str, str]:
-    """test name -> reason, from expected_failures.txt (``name: reason`` lines, # comments)."""
+    """test name -> reason, from expected_failures.txt."""
+    return read_expected_failures(EXPECTED_FAILURES)
+
+
+def read_expected_failures(path: str) -> dict[str, str]:
+    """case name -> reason, from a file of ``name: reason`` lines (# starts a comment line)."""
     out: dict[str, str] = {}
-    with open(EXPECTED_FAILURES, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if not line or line.startswith("#"):
