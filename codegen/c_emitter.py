@@ -909,4 +909,7 @@ def _spec_names(node: Node) -> tuple[list[str], list[str]]:
         if formal and count > len(formal):
             out[len(formal) - 1] = f"{formal[-1]}_0"
         return out
-    return names(formal_in, len(node.inputs), "input"), names(formal_out, len(node.outputs), "output")
+    inputs = names(formal_in, len(node.inputs), "input")
+    # Old schemas reuse an input's name for an output (BatchNormalization-6's mean and var).
+    outputs = [f"{n}_out" if n in inputs else n for n in names(formal_out, len(node.outputs), "output")]
+    return inputs, outputs

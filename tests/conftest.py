@@ -16,11 +16,13 @@ def _private_cache(tmp_path_factory):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     stats = terminalreporter.stats
-    def count(kind):
-        return sum(1 for r in stats.get(kind, []) if "test_node_case" in r.nodeid and r.when == "call")
-    passed, xfailed, failed = count("passed"), count("xfailed"), count("failed")
-    total = passed + xfailed + failed
-    if total:
-        terminalreporter.write_line(
-            f"ONNX node conformance: {passed} of {total} cases pass ({100.0 * passed / total:.1f}%); "
-            f"{xfailed} expected failures, {failed} unexpected failures")
+
+    def count(kind, test):
+        return sum(1 for r in stats.get(kind, []) if test in r.nodeid and r.when == "call")
+    for test, title in (("test_node_case", "ONNX node conformance"), ("test_model_case", "ONNX model test suite")):
+        passed, xfailed, failed = (count(kind, test) for kind in ("passed", "xfailed", "failed"))
+        total = passed + xfailed + failed
+        if total:
+            terminalreporter.write_line(
+                f"{title}: {passed} of {total} cases pass ({100.0 * passed / total:.1f}%); "
+                f"{xfailed} expected failures, {failed} unexpected failures")

@@ -93,6 +93,24 @@ def _ints(value) -> Optional[list[int]]:
     return None if value is None else [int(v) for v in value.reshape(-1)]
 
 
+@register("Pad", since=1, until=1)
+class Pad1(PadBase):
+    """Y = X padded by the paddings attribute ([x1_begin, x2_begin, ..., x1_end, x2_end, ...])
+    with value (constant mode), reflection or edge values."""
+
+    def pads(self, node, const):
+        return list(node.attrs.get("paddings", ())), ()
+
+    def check_inputs(self, node, ctx):
+        if node.attrs["mode"] == "wrap":
+            raise ctx.fail("mode 'wrap' arrived at Pad-19; Pad-1 has constant, reflect and edge")
+        if len(node.attrs["paddings"]) != 2 * len(ctx.inp(0).shape):
+            raise ctx.fail(f"paddings has {len(node.attrs['paddings'])} entries for rank {len(ctx.inp(0).shape)}")
+
+    def value(self, node, k):
+        return k.out.store(scalar_literal(node.attrs.get("value", 0.0), k.out.dtype))
+
+
 @register("Pad", since=2, until=10)
 class PadV2(PadBase):
     """Y = X padded by the pads attribute with value (constant mode), reflection or edge values."""

@@ -1,6 +1,7 @@
 from ...codegen import cexpr
 from ...codegen.names import c_string
 from .. import dtypes as dt
+from ..errors import UnsupportedError
 from ._indexing import check_index_type, const_ints, data_dims, norm_axis, vector_len
 from .registry import OpDef, register
 
@@ -49,6 +50,34 @@ def equal_parts(ctx, dim, n: int) -> list:
     if isinstance(dim, int) and dim % n:
         raise ctx.fail(f"dim {dim} does not split into {n} equal parts")
     return [ctx.dims.floordiv(dim, n)] * n
+
+
+@register("Split", since=1, until=1)
+class Split1(SplitBase):
+    """Y_i = consecutive parts of X along axis (0 when absent, as from Split-2 on), sized by
+    the split attribute or the optional split input (never both; default: equal parts).
+    The split input has X's float type, as the schema says, or int64."""
+
+    def sizes(self, node, ctx, dim):
+        n = len(node.outputs)
+        if not ctx.has(1):
+            split = node.attrs.get("split")
+            return list(split) if split else equal_parts(ctx, dim, n)
+        if node.attrs.get("split"):
+            raise ctx.fail("split is given both as an attribute and as an input")
+        if ctx.inp(1).dtype not in (ctx.inp(0).dtype, dt.INT64):
+            raise ctx.fail(f"split must be {ctx.inp(0).dtype} or int64, got {ctx.inp(1).dtype}")
+        if vector_len(ctx, 1, "split") != n:
+            raise ctx.fail(f"split has {ctx.inp(1).shape[0]} entries for {n} outputs")
+        value = ctx.const(1)
+        if value is None:
+            if ctx.inp(1).dtype != dt.INT64:
+                raise UnsupportedError(f"{node.label}: a float split input must be a constant")
+            return data_dims(ctx, node, n)
+        sizes = [int(v) for v in value.reshape(-1)]
+        if any(s < 0 or s != v for s, v in zip(sizes, value.reshape(-1))):
+            raise ctx.fail(f"split {value.tolist()} must hold non-negative whole numbers")
+        return sizes
 
 
 @register("Split", since=2, until=12)

@@ -37,3 +37,22 @@ class Upsample9(_Upsample):
 
     def _sizing(self, node, ctx, rank):
         return sizing_of(ctx, 1, None, rank)
+
+
+@register("Upsample", since=1, until=6)
+class Upsample1(_Upsample):
+    """Y = X (N x C x H x W) upsampled by height_scale and width_scale, nearest or bilinear
+    (asymmetric coordinates): floor(H * height_scale) rows, floor(W * width_scale) columns."""
+
+    def _setup(self, node, ctx):
+        if len(ctx.inp(0).shape) != 4:
+            raise ctx.fail(f"X must be 4-D (N x C x H x W), got rank {len(ctx.inp(0).shape)}")
+        if node.attrs.get("mode", "nearest") not in ("nearest", "bilinear"):
+            raise ctx.fail(f"mode {node.attrs['mode']!r} is not nearest or bilinear")
+        return super()._setup(node, ctx)
+
+    def _sizing(self, node, ctx, rank):
+        scales = np.array([1.0, 1.0, node.attrs["height_scale"], node.attrs["width_scale"]], dtype=np.float32)
+        if (scales < 1).any():
+            raise ctx.fail(f"height_scale and width_scale must be >= 1, got {scales[2:].tolist()}")
+        return Sizing("scales", None, scales)

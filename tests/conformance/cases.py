@@ -27,8 +27,13 @@ def all_cases() -> dict[str, Any]:
         return {c.name: c for c in collect_testcases()}
 
 
-def expected_failures(path: str = EXPECTED_FAILURES) -> dict[str, str]:
-    """test name -> reason, from expected_failures.txt (``name: reason`` lines, # comments).
+def expected_failures() -> dict[str, str]:
+    """test name -> reason, from expected_failures.txt."""
+    return read_expected_failures(EXPECTED_FAILURES)
+
+
+def read_expected_failures(path: str) -> dict[str, str]:
+    """case name -> reason, from a file of ``name: reason`` lines (# starts a comment line).
 
     ``name [package>=version]: reason`` lists a case only where the installed package meets
     the condition (``>=`` or ``<``): a case whose expected values come from a package's

@@ -31,3 +31,46 @@ def test_array_feature_extractor():
     assert_matches_ort(m, {"x": x, "idx": np.array([4, 0, 2], np.int64)})
     with pytest.raises(onnxc.RuntimeFailure, match="index out of range"):
         onnxc.InferenceSession(m).run(None, {"x": x, "idx": np.array([5, 0, 2], np.int64)})
+
+
+# --- CategoryMapper and FeatureVectorizer ---------------------------------------------------------
+
+def category_mapper_model(x_type, y_type, **defaults):
+    node = helper.make_node("CategoryMapper", ["X"], ["Y"], domain="ai.onnx.ml",
+                            cats_strings=["cat", "dog", "", "ému"], cats_int64s=[3, -7, 0, 12], **defaults)
+    return make_model([node], [("X", x_type, [2, "N"])], [("Y", y_type, [2, "N"])], opset=21,
+                      extra_opsets={"ai.onnx.ml": 1})
+
+
+def test_category_mapper_strings_to_ints():
+    x = np.array([["dog", "cow", ""], ["ému", "cat", "Cat"]], dtype=object)
+    assert_matches_ort(category_mapper_model(T.STRING, T.INT64, default_int64=42), {"X": x})
+
+
+def test_category_mapper_ints_to_strings():
+    x = np.array([[3, 5, 0], [-7, 12, -1]], dtype=np.int64)
+    assert_matches_ort(category_mapper_model(T.INT64, T.STRING, default_string="none"), {"X": x})
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.float64, np.int32])
+def test_feature_vectorizer(n, dtype):
+    # widths that cut an input (b), zero-pad one (c) and take a 1-D input (d) as one row
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    inputs = [("a", elem, ["N", 2]), ("b", elem, ["N", 4]), ("c", elem, ["N", 1]),
+              ("d", elem, [3] if n == 1 else ["N", 3])]
+    node = helper.make_node("FeatureVectorizer", [i[0] for i in inputs], ["Y"], domain="ai.onnx.ml",
+                            inputdimensions=[2, 3, 2, 3])
+    m = make_model([node], inputs, [("Y", T.FLOAT, ["N", 10])], opset=21, extra_opsets={"ai.onnx.ml": 1})
+    rng = np.random.default_rng(3)
+    feeds = {name: (rng.standard_normal(shape) * 10).astype(dtype)
+             for name, shape in (("a", (n, 2)), ("b", (n, 4)), ("c", (n, 1)), ("d", (3,) if n == 1 else (n, 3)))}
+    assert_matches_ort(m, feeds)
+
+
+def test_feature_vectorizer_needs_one_input_type():
+    node = helper.make_node("FeatureVectorizer", ["a", "b"], ["Y"], domain="ai.onnx.ml", inputdimensions=[1, 1])
+    m = make_model([node], [("a", T.FLOAT, [1, 1]), ("b", T.INT64, [1, 1])], [("Y", T.FLOAT, [1, 2])], opset=21,
+                   extra_opsets={"ai.onnx.ml": 1})
+    with pytest.raises(onnxc.OnnxcError, match="same type"):
+        onnxc.InferenceSession(m.SerializeToString())
