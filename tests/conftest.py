@@ -1,4 +1,5 @@
 import os
+import re
 import sys
 
 import pytest
@@ -12,6 +13,47 @@ def _private_cache(tmp_path_factory):
     if "ONNXC_CACHE_DIR" not in os.environ:
         os.environ["ONNXC_CACHE_DIR"] = str(tmp_path_factory.mktemp("onnxc-cache"))
     yield
+
+
+# Suites too heavy for CI's budget. Each of their tests is marked with its suite; CI (a run whose
+# -m does not name the suite) runs only those also marked `ci_slice`; naming the suite runs the
+# whole of it: `python -m pytest -m sanitize` (README, "Tests").
+HEAVY_SUITES = {
+    "sanitize": "every conformance case under AddressSanitizer and UndefinedBehaviorSanitizer",
+    "cuda_emulated": "every conformance case through the CUDA build, emulated on the CPU",
+    "fuzz": "a long campaign of mutated models",
+    "newest": "the conformance suite under the newest onnx, ml_dtypes, numpy and onnxruntime on the index",
+    "tsan": "threaded runs under ThreadSanitizer",
+    "mcu": "every model and conformance package on the emulated microcontrollers",
+}
+
+
+def pytest_configure(config):
+    for name, what in HEAVY_SUITES.items():
+        config.addinivalue_line("markers", f"{name}: {what} (CI runs the tests also marked ci_slice)")
+    config.addinivalue_line("markers", "ci_slice: the part of a heavy suite that runs by default")
+    config.addinivalue_line("markers", "requires_tool(present, reason): a tool the test needs (tests/tools.py)")
+
+
+def pytest_runtest_setup(item):
+    from tools import missing
+    for mark in item.iter_markers("requires_tool"):
+        if not mark.kwargs["present"]:
+            missing(mark.kwargs["reason"])
+
+
+def pytest_collection_modifyitems(config, items):
+    named = set(re.findall(r"[A-Za-z_]\w*", config.option.markexpr or ""))
+    keep, deselected = [], []
+    for item in items:
+        suites = {m.name for m in item.iter_markers() if m.name in HEAVY_SUITES}
+        if suites and not suites & named and item.get_closest_marker("ci_slice") is None:
+            deselected.append(item)
+        else:
+            keep.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = keep
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -11,8 +11,9 @@ import pytest
 
 import onnxc
 from onnxc import _api_diff
+from tools import require_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = require_module("onnxruntime")
 DOC = os.path.join(os.path.dirname(__file__), "..", "docs", "onnxruntime-api.md")
 
 

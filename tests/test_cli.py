@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from helpers import make_model
+from tools import requires
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxc
@@ -20,7 +21,7 @@ from onnxc import cli
 from onnxc._cli_data import compare, safe_file_name, save_outputs
 from onnxc._cli_progress import Display, StageTimer
 
-needs_ort = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None, reason="onnxruntime not installed")
+needs_ort = requires(importlib.util.find_spec("onnxruntime") is not None, "needs onnxruntime (the test extra)")
 ODD_NAME = "w/1:out"  # an output name that is no file name
 
 

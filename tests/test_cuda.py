@@ -22,6 +22,7 @@ from onnx import helper, numpy_helper
 import onnxc
 from helpers import cuda_launches as launches
 from helpers import make_model, run_ort
+from tools import requires
 from onnxc.runtime import cuda
 
 CUDA = "CUDAExecutionProvider"
@@ -30,7 +31,7 @@ def _has_nvcc() -> bool:
     return os.path.isfile(_nvcc()) or shutil.which(_nvcc()) is not None
 
 
-needs_nvcc = pytest.mark.skipif(not _has_nvcc(), reason="needs nvcc (the CUDA toolkit)")
+needs_nvcc = requires(_has_nvcc(), "needs nvcc (the CUDA toolkit)")
 gpu = pytest.mark.skipif(cuda.device_count() == 0, reason="needs a CUDA GPU")
 
 
@@ -373,16 +374,18 @@ def _passing_cases() -> list[str]:
     return [n for n in sorted(all_cases()) if n not in known and pattern.search(n)]
 
 
-def _cases(env: str, parts: int) -> list[str]:
-    names = _passing_cases()
-    return names if os.environ.get(env) == "all" else [n for n in names if zlib.crc32(n.encode()) % parts == 0]
+def _cases(parts: int) -> list:
+    """Every passing case, a tenth of them (by a hash of the name) in CI's slice."""
+    return [pytest.param(n, marks=pytest.mark.ci_slice) if zlib.crc32(n.encode()) % parts == 0 else n
+            for n in _passing_cases()]
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("name", _cases("ONNXC_CUDA_CONFORMANCE", 10))
+@pytest.mark.cuda_emulated
+@pytest.mark.parametrize("name", _cases(10))
 def test_conformance_case_on_emulated_cuda(name, tmp_path, emulated):
-    """A tenth of the cases (ONNXC_CUDA_CONFORMANCE=all: every one) through the CUDA build's
-    source, run with the CUDA runtime emulated on the CPU."""
+    """Each case through the CUDA build's source, run with the CUDA runtime emulated on the
+    CPU: a tenth of them in CI, every one with `-m cuda_emulated`."""
     from conformance.cases import all_cases, run_case
     try:
         # exact float32: the cases' tolerances are for it (TF32 GEMMs are tested on their own)

@@ -21,6 +21,7 @@ from helpers import make_inferred_model as build
 from helpers import cuda_check as check
 from helpers import make_model, run_onnxc, run_ort
 from onnxc.runtime import cuda
+from tools import requires
 
 
 @pytest.fixture(autouse=True)
@@ -288,7 +289,7 @@ def _has_nvcc() -> bool:
     return os.path.isfile(_nvcc()) or shutil.which(_nvcc()) is not None
 
 
-@pytest.mark.skipif(not _has_nvcc(), reason="needs nvcc (the CUDA toolkit)")
+@requires(_has_nvcc(), "needs nvcc (the CUDA toolkit)")
 def test_every_variant_compiles_with_nvcc(tmp_path):
     """The CUDA source of the models above (every variant of the three templates) compiles with
     nvcc, warnings as errors."""

@@ -9,8 +9,9 @@ a loaded model runs once on zeros and may raise RuntimeFailure or InvalidArgumen
 
 The campaign runs in a child process (this file run as a script), so a crash of the compiled
 code fails the test instead of the test run; before each input the child writes it to
-``current.bin``, which the test keeps and prints when the child dies or hangs. The campaign
-lasts ONNXC_FUZZ_SECONDS seconds (default 40); set it higher for long local runs.
+``current.bin``, which the test keeps and prints when the child dies or hangs. CI's campaign
+lasts 40 seconds; `python -m pytest -m fuzz tests/test_fuzz_models.py` adds one of
+ONNXC_FUZZ_SECONDS seconds (default 1,200).
 """
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ from typing import Any, Optional
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 DEFAULT_SECONDS = 40.0
+LONG_SECONDS = 1200.0
 # Larger zero inputs are not fed (the run is skipped): a mutated dim may ask for gigabytes.
 MAX_FEED_ELEMENTS = 1 << 20
 # The child's address space: a mutated model that makes generated code allocate wildly gets
@@ -293,8 +296,10 @@ def main() -> None:
 
 # --- the test ------------------------------------------------------------------------------------
 
-def test_mutated_models_load_or_raise_onnxc_errors(tmp_path, capsys):
-    seconds = float(os.environ.get("ONNXC_FUZZ_SECONDS", DEFAULT_SECONDS))
+@pytest.mark.fuzz
+@pytest.mark.parametrize("seconds", [pytest.param(DEFAULT_SECONDS, marks=pytest.mark.ci_slice),
+                                     float(os.environ.get("ONNXC_FUZZ_SECONDS", LONG_SECONDS))])
+def test_mutated_models_load_or_raise_onnxc_errors(seconds, tmp_path, capsys):
     started = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, __file__, "--seconds", str(seconds), "--out", str(tmp_path)],

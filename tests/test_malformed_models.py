@@ -24,6 +24,7 @@ from onnx import helper, numpy_helper
 
 import onnxc
 from onnxc import cli
+from tools import require_module
 from onnxc.compiler.errors import ModelError, ShapeError, UnsupportedError
 
 Source = Union[bytes, str]
@@ -370,7 +371,7 @@ def test_malformed_model_is_refused(case, tmp_path):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_onnxruntime_reaction(case, tmp_path):
-    ort = pytest.importorskip("onnxruntime")
+    ort = require_module("onnxruntime")
     so = ort.SessionOptions()
     so.log_severity_level = 4
     source = case.build(tmp_path)

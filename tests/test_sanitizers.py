@@ -37,9 +37,7 @@ CHILD = textwrap.dedent("""
     import onnxc
     from conformance.cases import all_cases, expected_failures, run_case
     known = expected_failures()
-    names = [n for n in sorted(all_cases()) if n not in known]
-    if os.environ.get("ONNXC_SANITIZE_CASES") != "all":
-        names = [n for n in names if zlib.crc32(n.encode()) % {parts} == {part}]
+    names = [n for n in sorted(all_cases()) if n not in known and zlib.crc32(n.encode()) % {parts} == {part}]
     summary = {{"passed": 0, "refused": 0, "failed": {{}}}}
     for name in names:
         print("case:", name, flush=True)
@@ -69,11 +67,12 @@ def _sanitizer_env() -> dict[str, str]:
             "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=98"}
 
 
-PARTS = 8   # CI runs an eighth of the cases (a slice across every op); ONNXC_SANITIZE_CASES=all: all
+PARTS = 8   # CI runs an eighth of the cases (a slice across every op); `-m sanitize` all eight
 
 
 @pytest.mark.conformance
-@pytest.mark.parametrize("part", [0])
+@pytest.mark.sanitize
+@pytest.mark.parametrize("part", [pytest.param(0, marks=pytest.mark.ci_slice), *range(1, PARTS)])
 def test_conformance_cases_are_clean_under_asan_and_ubsan(part, tmp_path, capsys):
     child = CHILD.format(tests=TESTS, flags=SANITIZE, parts=PARTS, part=part)
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, cwd=tmp_path,

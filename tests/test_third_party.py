@@ -21,8 +21,9 @@ import pytest
 import onnxc
 from third_party import inputs
 from third_party.wheels import ShippedModel, model_bytes, wheel_folder
+from tools import require_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = require_module("onnxruntime")
 
 RTOL = 1e-4
 
@@ -173,8 +174,8 @@ BATCHES = (1, 37)
 
 def sklearn_model(name: str):
     """(ONNX bytes, float32 features) of a fitted pipeline; skips without scikit-learn and skl2onnx."""
-    pytest.importorskip("sklearn")
-    skl2onnx = pytest.importorskip("skl2onnx")
+    require_module("sklearn")
+    skl2onnx = require_module("skl2onnx")
     from sklearn.datasets import make_classification, make_regression
     from sklearn.decomposition import PCA
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
@@ -240,8 +241,8 @@ def test_sklearn_pipeline(name):
 @pytest.mark.parametrize("labels", ["int", "str"])
 def test_sklearn_classifier_with_zipmap(labels):
     """skl2onnx's default classifier output: probabilities as a list of {label: probability}."""
-    pytest.importorskip("sklearn")
-    skl2onnx = pytest.importorskip("skl2onnx")
+    require_module("sklearn")
+    skl2onnx = require_module("skl2onnx")
     from sklearn.datasets import make_classification
     from sklearn.linear_model import LogisticRegression
     X, y = make_classification(n_samples=200, n_features=6, n_informative=4, n_classes=3, random_state=1)

@@ -31,6 +31,12 @@ def missing(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def requires(present: bool, reason: str) -> pytest.MarkDecorator:
+    """A mark for a test that needs something (``present`` says whether it is here): the test
+    calls :func:`missing` with ``reason`` before it starts (conftest.py) when it is not."""
+    return pytest.mark.requires_tool(present=present, reason=reason)
+
+
 def require_module(name: str) -> ModuleType:
     """The Python package ``name`` (a pinned test dependency), or :func:`missing`."""
     try:

