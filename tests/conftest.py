@@ -21,10 +21,8 @@ def _private_cache(tmp_path_factory):
 HEAVY_SUITES = {
     "sanitize": "every conformance case under AddressSanitizer and UndefinedBehaviorSanitizer",
     "cuda_emulated": "every conformance case through the CUDA build, emulated on the CPU",
+    "package_conformance": "every conformance case as a --target c package, built and run on the host",
     "fuzz": "a long campaign of mutated models",
-    "newest": "the conformance suite under the newest onnx, ml_dtypes, numpy and onnxruntime on the index",
-    "tsan": "threaded runs under ThreadSanitizer",
-    "mcu": "every model and conformance package on the emulated microcontrollers",
 }
 
 

@@ -4,7 +4,7 @@ loading and unloading under Valgrind.
 An eighth of the ONNX conformance cases, a slice across every op, is compiled with ``-fsanitize=address,undefined``
 (every report fatal) and run on the cases' inputs in a child Python process with the ASan
 runtime preloaded (Python itself is not instrumented). A report, a crash or a wrong value fails
-the test with the case it happened in. ONNXC_SANITIZE_CASES=all runs every case.
+the test with the case it happened in. CI runs one of eight parts; `-m sanitize` runs all eight.
 
 Valgrind runs a small C program that loads a compiled model's library the way the Python
 runtime does (dlopen, context init, runs, release, dlclose) several times over: no invalid
