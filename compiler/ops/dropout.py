@@ -41,7 +41,7 @@ class Dropout(OpDef):
                           ctype=y.ctype, count=cexpr.lit(y.numel), mask=mask.name if mask else "",
                           one=mask.store("1") if mask else "", zero=mask.store("0") if mask else "",
                           training_check=training_check, ratio=self.ratio(k) if training_check else "",
-                          kept=y.store(f"{x.load('i')} * scale"), dropped=y.store("0"), draws=draws)
+                          kept=y.store(f"{x.load('i')} / keep_share"), dropped=y.store("0"), draws=draws)
 
 
 @register("Dropout", since=12)
