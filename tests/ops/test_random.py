@@ -360,3 +360,17 @@ def test_cuda_build_refuses_random_ops_and_the_session_runs_on_the_cpu(emulated)
         sess = onnxc.InferenceSession(model.SerializeToString(), providers=["CUDAExecutionProvider"])
     assert sess.get_providers() == ["CPUExecutionProvider"]
     np.testing.assert_array_equal(sess.run(None, {})[0], session(model).run(None, {})[0])
+
+
+def test_c_package_keeps_the_generator_in_the_callers_arena(tmp_path):
+    """``--target c``: the state lives in the arena's context; the demo program's draws are the
+    draws of a session's first run with the same seed attribute."""
+    from test_embedded import make, package, run_demo, write_inputs
+    model = like("RandomUniformLike", TP.FLOAT, (6,), low=-1.0, high=1.0, seed=4.0)
+    x = np.zeros(6, np.float32)
+    folder = package(tmp_path, model, "rnd")
+    with open(f"{folder}/model.h") as f:
+        assert "void rnd_seed(void *arena, uint64_t seed);" in f.read()
+    make(folder)
+    drawn = run_demo(folder, "rnd", write_inputs(folder, {"x": x}))[0]
+    np.testing.assert_allclose(drawn, session(model).run(None, {"x": x})[0], rtol=1e-6)
