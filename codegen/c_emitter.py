@@ -100,6 +100,7 @@ class _Unit:
         self.derived: list[Value] = []       # constants lowerings derived (packed weights)
         self.external: list[dict[str, Any]] = []   # embedded builds: constants of weights.c
         self.heap_uses: list[str] = []       # what needs memory of a run-time size (not embeddable)
+        self.rng_streams = 0                 # random nodes: each counts its calls in the context
 
 
 class CEmitter:
@@ -165,6 +166,7 @@ class CEmitter:
             "profile": self.opt.profile,
             "threads": max(int(self.opt.threads), 1),
             "profile_max_dims": PROFILE_MAX_DIMS,
+            "rng_streams": unit.rng_streams,
             "embedded": False,
             "cuda": False,
         }
@@ -175,10 +177,11 @@ class CEmitter:
             return self._emit_embedded(data, inputs, outputs, functions)
         source = render(self.source_template, self._template_data(data))
         header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"]})
+        extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
+        if self.opt.profile:
+            extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
-                      inputs, outputs, functions,
-                      {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
-                      if self.opt.profile else {})
+                      inputs, outputs, functions, extra)
 
     def _emit_embedded(self, data: dict[str, Any], inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
                        functions: int) -> CModel:
@@ -240,23 +243,25 @@ class CEmitter:
         outs = [io(v, info) for v, info in zip(g.outputs, outputs)]
         externals = [e for e in unit.external if e["var"] in unit.referenced]   # (as consts are)
         weights_bin = self.opt.weights_file == "bin"
+        rng_bytes = -(-8 * (4 + unit.rng_streams) // 64) * 64 if unit.rng_streams else 0   # the generator's state
+        ctx_bytes = EMBEDDED_CTX_BYTES + rng_bytes
         weights_bytes = len(unit.weights) if weights_bin else sum(e["bytes"] for e in externals)
         data = {**data, "embedded": True, "inputs": ins, "outputs": outs, "externals": externals,
-                "weights_bytes": weights_bytes, "ctx_bytes": EMBEDDED_CTX_BYTES, "weights_bin": weights_bin,
+                "weights_bytes": weights_bytes, "ctx_bytes": ctx_bytes, "weights_bin": weights_bin,
                 "input_dims": [d for t in ins for d in t["dims"]], "output_dims": [d for t in outs for d in t["dims"]],
                 "bounded": bounded}
         banner = data["banner"]
         source = render(f"{self.template_dir}/model.c.j2", data)
         header = render(f"{self.template_dir}/embedded/model.h.j2",
                         {"prefix": prefix, "PREFIX": prefix.upper(), "banner": banner, "inputs": ins, "outputs": outs,
-                         "arena_bytes": EMBEDDED_CTX_BYTES + data["arena_bytes"], "weights_bytes": weights_bytes,
-                         "weights_bin": weights_bin, "bounded": bounded})
+                         "arena_bytes": ctx_bytes + data["arena_bytes"], "weights_bytes": weights_bytes,
+                         "weights_bin": weights_bin, "bounded": bounded, "random": bool(unit.rng_streams)})
         weights = "" if weights_bin else render(f"{self.template_dir}/embedded/weights.c.j2",
                                                 {"prefix": prefix, "banner": banner, "externals": externals})
         if re.search(r"\b(malloc|calloc|realloc|free)\s*\(", source):
             raise OnnxcError("internal: freestanding source allocates memory")
         return CModel(source, header, bytes(unit.weights) if weights_bin else b"", prefix,
-                      EMBEDDED_CTX_BYTES + data["arena_bytes"], inputs, outputs,
+                      ctx_bytes + data["arena_bytes"], inputs, outputs,
                       functions, {"inputs": ins, "outputs": outs}, weights_source=weights, weights_bytes=weights_bytes)
 
     def emit_function(self) -> dict[str, Any]:
@@ -473,6 +478,7 @@ class CEmitter:
         k = KernelContext(node, inputs, outputs, self.dim, data_params, self.opt.target)
         k.captures = {id(v): t for t, v in captures}
         k.emit_body = lambda attr: self._emit_body(node, attr, k)
+        k.new_random_stream = lambda: self._random_stream(node)
         try:
             kernel: Kernel = node.impl.lower(node, k)
         except OnnxcError:
@@ -623,6 +629,11 @@ class CEmitter:
         """``node``'s function body from its kernel family template; a backend may render another
         template of the family and say how to launch it (the C build calls it)."""
         return render(template, data), None
+
+    def _random_stream(self, node: Node) -> int:
+        """A new slot of the context's per-node call counts (c/helpers/random.c.j2)."""
+        self.unit.rng_streams += 1
+        return self.unit.rng_streams - 1
 
     def _profile_step(self, prof: int, node: Node) -> None:
         """After the node ran: its time and the dims of its tensors, for the profile's shapes."""

@@ -160,6 +160,12 @@ class CudaEmitter(CEmitter):
     def _host_only(self, v: Value) -> bool:
         return v.dtype is dt.STRING   # arrays of pointers to host strings (the context's pool)
 
+    def _random_stream(self, node: Node) -> Optional[int]:
+        """None: the generator's state (the run's number, the nodes' calls) lives in the host's
+        context, which device code does not see; random ops are refused (the session runs the
+        model on the CPU) and a training Dropout fails when it runs."""
+        return None
+
     def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
         name = parallel_template(template)
         empty = any(v.is_tensor and 0 in v.shape for v in node.outputs)

@@ -122,6 +122,7 @@ class KernelContext:
         # the emitter's callback that emits a body as a function.
         self.captures: dict[int, TensorRef] = {}
         self.emit_body: Optional[Callable[[str], dict[str, Any]]] = None
+        self.new_random_stream: Optional[Callable[[], Optional[int]]] = None
 
     def dim(self, d) -> CExpr:
         return self._dim(d)
@@ -135,6 +136,11 @@ class KernelContext:
         """Emit the body graph ``attr`` as a function taking its formal inputs, then the values
         it captures; returns its name and what to pass it (plain data for templates)."""
         return self.emit_body(attr)
+
+    def random_stream(self) -> Optional[int]:
+        """A random node's slot in the context (its calls in a run, c/helpers/random.c.j2, which
+        the kernel lists); None from a backend that cannot draw."""
+        return self.new_random_stream()
 
     def output_dims(self, i: int) -> list[dict[str, Any]]:
         """For kernels that compute output shapes: each dim of output ``i`` as the pointer to

@@ -36,8 +36,8 @@ NOTES: dict[tuple[str, str], str] = {
     (MODULE, "get_all_providers"): "done: the providers onnxc has, `CUDAExecutionProvider` and "
                                    "`CPUExecutionProvider`",
     (MODULE, "get_device"): "done: `GPU` where `CUDAExecutionProvider` is available, else `CPU`",
-    (MODULE, "set_seed"): "done: kept for random operators without a `seed` attribute "
-                          "(`onnxc.runtime.environment.seed()` reads it)",
+    (MODULE, "set_seed"): "done: seeds the random operators without a `seed` attribute of the "
+                          "sessions made after it (without it, each session draws a fresh seed)",
     (MODULE, "get_version_string"): "done: onnxc's version",
     (MODULE, "version"): "done: onnxc's version",
     (MODULE, "package_name"): "done: `onnxc`",

@@ -1,9 +1,9 @@
 """onnxruntime's module-level functions about the process: device, version, seed, logging
 defaults, telemetry.
 
-``set_seed`` keeps the seed here: an implementation of onnxruntime's random operators
-(RandomNormal, RandomUniform, Multinomial ... when they carry no ``seed`` attribute) reads it
-with ``seed()``, as onnxruntime's kernels read the seed set by ``onnxruntime.set_seed``.
+``set_seed`` keeps the seed here: a session made after it seeds its random operators that carry
+no ``seed`` attribute (RandomNormal, RandomUniform, Multinomial ...) with it, as onnxruntime's
+kernels read the seed set by ``onnxruntime.set_seed`` when they are made.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import InvalidArgument, ModelError, RuntimeFailure
+from . import environment
 from .cpu import check_runs_here
 from .device import ON_DEVICE, DeviceArray
 
@@ -34,6 +35,7 @@ const char *{p}_error(const void *ctx);
 void {p}_terminate(void *ctx, int flag);
 void {p}_bind_outputs(void *ctx, void *const *bufs, const int64_t *bytes, int64_t count);
 void {p}_set_custom_ops(void *ctx, const void *const *ops, int64_t count);
+void {p}_set_random(void *ctx, uint64_t seed, uint64_t *runs);
 void {p}_profile(void *ctx, int64_t *buf, int64_t cap);
 int64_t {p}_profile_count(const void *ctx);
 size_t {p}_arena_bytes(void);
@@ -221,6 +223,17 @@ class CompiledModel:
         self._prof_stride = 4 + int(self.manifest.get("profile_max_dims", 0))  # ONNXC_PROF_STRIDE
         self._custom = self._custom_table(custom_libraries)
         self._lock = threading.Lock()
+        self._random = self._random_state(prefix) if self.manifest.get("random") else None
+
+    def _random_state(self, prefix: str) -> tuple[int, Any]:
+        """The seed of random operators without a seed attribute, and the run counter all
+        contexts of this model share: runs are numbered in the order they start, whatever
+        context (or pool) they take, so a session's stream advances on every run."""
+        self._fn["set_random"] = getattr(self.lib, f"{prefix}_set_random")
+        seed = environment.seed()
+        if seed is None:   # fresh draws for each session
+            seed = int.from_bytes(os.urandom(8), "little")
+        return seed % 2**64, self.ffi.new("uint64_t *", 0)
 
     def _functions(self, prefix: str) -> dict[str, Any]:
         names = ("context_size", "context_init", "context_release", "run", "free", "error", "terminate",
@@ -270,6 +283,8 @@ class CompiledModel:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
         if self._custom is not None:
             self._fn["set_custom_ops"](ctx, self._custom, len(self.manifest["custom_ops"]))
+        if self._random is not None:
+            self._fn["set_random"](ctx, *self._random)
         if self._stream and self._fn["set_stream"](ctx, self.ffi.cast("void *", self._stream)) != 0 \
                 or self._cuda_graph and self._fn["enable_graph"](ctx, 1) != 0:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))

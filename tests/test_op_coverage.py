@@ -14,21 +14,7 @@ from onnxc.compiler.ops.registry import supported_ops
 
 DOMAINS = {"": "ai.onnx", "ai.onnx": "ai.onnx", "ai.onnx.ml": "ai.onnx.ml"}
 
-_RANDOM = ("its outputs are random draws; compiled code could match onnxruntime or numpy only in "
-           "distribution, not value by value, so there is no test to hold it to")
 NOT_YET_SUPPORTED: dict[tuple[str, str, int], str] = {
-    ("ai.onnx", "Bernoulli", 15): _RANDOM,
-    ("ai.onnx", "Bernoulli", 22): _RANDOM,
-    ("ai.onnx", "Multinomial", 7): _RANDOM,
-    ("ai.onnx", "Multinomial", 22): _RANDOM,
-    ("ai.onnx", "RandomNormal", 1): _RANDOM,
-    ("ai.onnx", "RandomNormal", 22): _RANDOM,
-    ("ai.onnx", "RandomNormalLike", 1): _RANDOM,
-    ("ai.onnx", "RandomNormalLike", 22): _RANDOM,
-    ("ai.onnx", "RandomUniform", 1): _RANDOM,
-    ("ai.onnx", "RandomUniform", 22): _RANDOM,
-    ("ai.onnx", "RandomUniformLike", 1): _RANDOM,
-    ("ai.onnx", "RandomUniformLike", 22): _RANDOM,
     ("ai.onnx", "ImageDecoder", 20): "decoding JPEG, PNG, BMP, TIFF, WebP... needs image codecs the generated C does not have",
     ("ai.onnx.ml", "CastMap", 1): "its input is a map (map(int64, T)); onnxc has no map values",
     ("ai.onnx.ml", "DictVectorizer", 1): "its input is a map (map(K, V)); onnxc has no map values",

@@ -25,6 +25,8 @@ def _forwards_input(node: Node, consumers: dict[int, list[Node]], graph_outputs:
     if node.op_type in ("Reshape", "Cast", "CastLike"):
         return True  # same dtype and shape: nothing to do
     if node.op_type == "Dropout":
+        if node.version < 7 and not node.attrs.get("is_test", 0) and node.attrs.get("ratio", 0.5) != 0:
+            return False   # training
         training = node.input(2)
         if training is not None and (training.const is None or bool(training.const)):
             return False
