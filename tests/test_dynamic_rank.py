@@ -111,8 +111,11 @@ def test_reshape_to_shape_of_runtime_length():
     assert specialisations(sess) == 3
 
 
-def test_specialisation_reused_from_the_cache(monkeypatch):
+def test_specialisation_reused_from_the_cache(monkeypatch, tmp_path):
     """A second session with a signature compiled before loads it without compiling."""
+    cache = tmp_path / "cache"   # (empty: no earlier run compiled the new signature below)
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(cache))
     model = squeeze_if_leading_one()
     feed = {"x": np.ones((1, 3), np.float32)}
     onnxc.InferenceSession(model.SerializeToString()).run(None, feed)
