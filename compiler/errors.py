@@ -33,6 +33,12 @@ class UnsupportedError(OnnxcError, ort_status.NotImplemented, NotImplementedErro
     """The model uses something onnxc cannot compile (an op, opset or type)."""
 
 
+class RankKnownAtRunTime(UnsupportedError):
+    """A value's rank depends on dims or values known only when the model runs (an If whose
+    branches give different ranks, a Squeeze without axes of a symbolic dim, a Reshape to a
+    shape of run-time length). A session compiles such a model once per input signature."""
+
+
 class ShapeError(ModelError):
     """Shapes or types do not fit an operator's rules."""
 

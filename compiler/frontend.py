@@ -419,6 +419,80 @@ def replace_initializers(model: onnx.ModelProto, values: dict) -> onnx.ModelProt
     return fixed
 
 
+def input_info(model: onnx.ModelProto) -> list[dict]:
+    """The inputs as a manifest lists them: name, dtype, kind and shape (ints and dim names;
+    ``shown_shape`` has None for the dims the model leaves unnamed, as sessions report them)."""
+    graph = build_graph(model)
+    out = []
+    for v in graph.inputs:
+        if v.kind != "tensor":
+            shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
+            out.append({"name": v.name, "dtype": v.dtype.name, "shape": shape, "kind": v.kind})
+            continue
+        info = {"name": v.name, "dtype": v.dtype.name, "shape": list(v.shape), "kind": "tensor"}
+        shown = [None if isinstance(d, str) and not graph.dims.defs[d].named else d for d in v.shape]
+        out.append(info if shown == list(v.shape) else {**info, "shown_shape": shown})
+    return out
+
+
+def output_info(model: onnx.ModelProto, only: tuple = ()) -> list[dict]:
+    """The outputs as declared: dims are ints, the model's dim names or None; the shape is None
+    where the model gives none (its rank may be known only at run time)."""
+    out = []
+    for vi in model.graph.output:
+        if only and vi.name not in only:
+            continue
+        tp = vi.type
+        which = tp.WhichOneof("value")
+        kind = {"tensor_type": "tensor", "sequence_type": "sequence", "optional_type": "optional"}.get(which)
+        if kind is None:
+            raise UnsupportedError(f"output {vi.name!r}: {which or 'untyped'} values are not supported")
+        tt = tp.tensor_type if kind == "tensor" else None
+        if kind == "sequence":
+            tt = tp.sequence_type.elem_type.tensor_type
+        elif kind == "optional":
+            elem = tp.optional_type.elem_type
+            kind = "optional" if elem.WhichOneof("value") == "tensor_type" else "optional_sequence"
+            tt = elem.tensor_type if kind == "optional" else elem.sequence_type.elem_type.tensor_type
+        shape = None
+        if kind == "tensor" and tt.HasField("shape"):
+            shape = [int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else (_dim_symbol(d) or None)
+                     for d in tt.shape.dim]
+        out.append({"name": vi.name, "dtype": dt.from_onnx(tt.elem_type).name, "shape": shape, "kind": kind})
+    return out
+
+
+def specialise_inputs(model: onnx.ModelProto, shapes, values) -> onnx.ModelProto:
+    """A copy of ``model`` for one input signature: the inputs named in ``shapes`` --
+    (name, dims) pairs -- get those dims, and those in ``values`` -- (name, dtype name, dims,
+    elements) -- become initializers holding those elements (the model then has no such
+    input). The signature comes from a feed the session has checked against the model."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    dims_of = {name: tuple(dims) for name, dims in shapes}
+    value_of = {name: np.asarray(elements, dtype=dt.by_name(dtype).np).reshape(dims)
+                for name, dtype, dims, elements in values}
+    kept = []
+    for vi in fixed.graph.input:
+        if vi.name in value_of:
+            fixed.graph.initializer.append(numpy_helper.from_array(value_of.pop(vi.name), vi.name))
+            dims_of.pop(vi.name, None)
+            continue
+        dims = dims_of.pop(vi.name, None)
+        if dims is not None and vi.type.HasField("tensor_type"):
+            shape = vi.type.tensor_type.shape
+            if len(shape.dim) != len(dims):
+                raise ModelError(f"input {vi.name!r} has rank {len(shape.dim)}, the signature {len(dims)}")
+            for d, size in zip(shape.dim, dims):
+                d.dim_value = int(size)   # replaces dim_param (a oneof)
+        kept.append(vi)
+    if dims_of or value_of:
+        raise ModelError(f"the model has no input named {sorted(set(dims_of) | set(value_of))}")
+    del fixed.graph.input[:]
+    fixed.graph.input.extend(kept)
+    return fixed
+
+
 def import_model(source: ModelSource) -> tuple[onnx.ModelProto, Graph]:
     model = load_model(source)
     return model, build_graph(model)

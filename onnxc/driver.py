@@ -22,7 +22,7 @@ from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, CudaToolchain, Toolchain
 from .compiler import frontend
-from .compiler.errors import UnsupportedError
+from .compiler.errors import RankKnownAtRunTime, UnsupportedError
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
 from .runtime import custom_ops as custom_op_library
@@ -32,6 +32,8 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
 LIBRARY = "libmodel.so"
 WEIGHTS = "weights.bin"
+# A model with values of run-time rank: the artifact holds the model, compiled per input signature.
+SPECIALISED_MODEL = "model.onnx"
 
 
 @dataclass
@@ -93,12 +95,25 @@ class CompileOptions:
     # restores the caller's floating-point mode (templates/c/runtime.c.j2, onnxc_fpmode_flush).
     denormal_as_zero: bool = False
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
+    # One input signature of a model with values of run-time rank (runtime/specialise.py): the
+    # dims of every tensor input, (name, dims) pairs, and the elements of small integer inputs,
+    # (name, dtype name, dims, elements), which become constants of the compiled code.
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    input_values: tuple[tuple[str, str, tuple[int, ...], tuple[int, ...]], ...] = ()
 
     def key(self) -> str:
         data = dataclasses.asdict(self)
         data.pop("check_ir")
         data.pop("initializers")
         return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_manifest(cls, data: dict[str, Any]) -> "CompileOptions":
+        """The options a manifest records (``key()``'s fields; lists back to tuples)."""
+        def frozen(x: Any) -> Any:
+            return tuple(frozen(e) for e in x) if isinstance(x, list) else x
+        names = {f.name for f in dataclasses.fields(cls)} - {"check_ir", "initializers"}
+        return cls(**{k: frozen(v) for k, v in data.items() if k in names})
 
 
 def _command_line() -> str:
@@ -144,13 +159,21 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
         model = frontend.fix_input_dims(model, options.dim_overrides)
     if options.initializers:
         model = frontend.replace_initializers(model, options.initializers)
+    generic = model
+    if options.input_shapes or options.input_values:
+        model = frontend.specialise_inputs(model, options.input_shapes, options.input_values)
     graph = frontend.build_graph(model)
     if options.outputs:
         keep = [i for i, name in enumerate(graph.output_names) if name in options.outputs]
         graph.outputs = [graph.outputs[i] for i in keep]
         graph.output_names = [graph.output_names[i] for i in keep]
-    run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
-                 disabled=set(options.disabled_passes), target=options.target)
+    try:
+        run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
+                     disabled=set(options.disabled_passes), target=options.target)
+    except RankKnownAtRunTime as e:
+        if output_dir is None or options.target == "c" or options.input_shapes or options.input_values:
+            raise
+        return _write_specialising(generic, os.fspath(output_dir), options, str(e))
     toolchain = options.toolchain()
     embedded = options.target == "c"
     cuda = options.target == "cuda"
@@ -208,6 +231,29 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
     manifest["nodes"] = [{"name": n.name, "op": n.op_type, "domain": n.domain} for n in graph.nodes]
     if descs:  # the table the generated code indexes: which op of which library, in order
         manifest["custom_ops"] = [{"domain": d.domain, "name": d.name, "library": d.library} for d in descs]
+    _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
+    return manifest
+
+
+def _write_specialising(model, output_dir: str, options: CompileOptions, reason: str) -> dict[str, Any]:
+    """The artifact of a model some of whose ranks are known only at run time: the model itself,
+    which the runtime compiles once per input signature (runtime/specialise.py)."""
+    os.makedirs(output_dir, exist_ok=True)
+    data = model.SerializeToString()
+    _write_atomic(os.path.join(output_dir, SPECIALISED_MODEL), data)
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "onnxc_version": __version__,
+        "specialise": reason,
+        "library": None,
+        "weights": SPECIALISED_MODEL,    # (checked like weights: a changed model is a damaged artifact)
+        "weights_sha256": hashlib.sha256(data).hexdigest(),
+        "inputs": frontend.input_info(model),
+        "outputs": frontend.output_info(model, options.outputs),
+        "meta": dataclasses.asdict(frontend.build_graph(model).meta),
+        "device": "cuda" if options.target == "cuda" else "cpu",
+        "options": json.loads(options.key()),
+    }
     _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
     return manifest
 

@@ -223,9 +223,10 @@ def _damage(folder: str, cached: bool) -> Optional[str]:
         stamp = _read_stamp(folder)
         if cached and stamp.get("manifest_sha256") != manifest_sha:
             return "manifest.json is not the one the artifact was built with"
-        library = os.path.join(folder, manifest["library"])
-        if _sha256_file(library) != manifest["library_sha256"]:
-            return f"{manifest['library']} does not match its checksum"
+        if manifest["library"] is not None:   # (none: a model compiled per input signature)
+            library = os.path.join(folder, manifest["library"])
+            if _sha256_file(library) != manifest["library_sha256"]:
+                return f"{manifest['library']} does not match its checksum"
         weights = os.path.join(folder, manifest["weights"])
         if stamp.get("manifest_sha256") == manifest_sha and stamp.get("weights") == _identity_of(weights):
             return None

@@ -23,6 +23,7 @@ from .loader import CompiledModel, read_manifest
 from .options import MARCH_KEY, Env, RunOptions, SessionOptions, usable_cores
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
+from .specialise import SpecialisingModel
 
 log = logging.getLogger("onnxc")
 
@@ -169,16 +170,24 @@ class InferenceSession:
                 self._log.warning("CUDA build refused, running on the CPU: %s", e)
                 self._providers, self._cuda = [CPU], None
                 folder = self._compile_cached(self._source, self._compile_options())
-        self._model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
-                                    stream=self._user_stream(),
-                                    cuda_graph=bool((self._cuda or {}).get("enable_cuda_graph")))
+        self._model = self._open(folder)
         self._folder = folder
         limit = (self._cuda or {}).get("gpu_mem_limit", 0)
-        if self._cuda is not None and limit:
+        if self._cuda is not None and limit and isinstance(self._model, CompiledModel):
             need = int(self._model.manifest["arena_bytes"]) + os.path.getsize(os.path.join(folder, "weights.bin"))
             if need > limit:
                 raise RuntimeFailure(f"CUDAExecutionProvider: the model needs {need} bytes of device memory "
                                      f"(arena and weights), over gpu_mem_limit {limit}")
+
+    def _open(self, folder: str) -> CompiledModel | SpecialisingModel:
+        """Load an artifact: a compiled model, or a model compiled per input signature."""
+        manifest = read_manifest(folder)
+        if manifest.get("specialise"):
+            self._log.info("values of run-time rank (%s): compiled per input signature", manifest["specialise"])
+            return SpecialisingModel(folder, manifest, self._compile_cached, self._open)
+        return CompiledModel(folder, manifest, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
+                             stream=self._user_stream(),
+                             cuda_graph=bool((self._cuda or {}).get("enable_cuda_graph")))
 
     def _user_stream(self) -> int:
         """The CUDA stream runs go to: the caller's (has_user_compute_stream, user_compute_stream
@@ -389,9 +398,7 @@ class InferenceSession:
                 raise InvalidArgument("only_execute_path_to_fetches needs the ONNX model, not a compiled artifact")
             options = dataclasses.replace(self._compile_options(), outputs=key)
             folder = self._compile_cached(self._source, options)
-            model = CompiledModel(folder, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
-                                  stream=self._user_stream(),
-                                  cuda_graph=bool((self._cuda or {}).get("enable_cuda_graph")))
+            model = self._open(folder)
             self._pruned[key] = model
         # the pruned model's inputs: those of the full model it still reads, in the same order
         wanted = {i["name"] for i in model.inputs}
@@ -569,7 +576,8 @@ def _node_arg(info: dict) -> NodeArg:
         return NodeArg(info["name"], f"seq(map({info['key_type']},tensor(float)))", [])
     if kind != "tensor":
         return NodeArg(info["name"], _KIND_TYPE[kind].format(text), None)
-    return NodeArg(info["name"], text, list(info.get("shown_shape", info["shape"])))
+    shape = info.get("shown_shape", info["shape"])
+    return NodeArg(info["name"], text, None if shape is None else list(shape))
 
 
 def _array_feed(spec: NodeArg, value: Any, expected: dt.DType) -> np.ndarray:

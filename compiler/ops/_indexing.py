@@ -11,6 +11,7 @@ from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
 from .. import dtypes as dt
+from ..errors import RankKnownAtRunTime
 from .registry import InferContext
 
 INDEX_TYPES = (dt.INT32, dt.INT64)
@@ -44,7 +45,7 @@ def vector_len(ctx: InferContext, i: int, what: str) -> int:
     if len(v.shape) != 1:
         raise ctx.fail(f"{what} must be 1-D, got shape {v.shape}")
     if not isinstance(v.shape[0], int):
-        raise ctx.fail(f"{what} must have a static length")
+        raise RankKnownAtRunTime(f"{ctx.node.label}: the length of {what} is known only at run time")
     return v.shape[0]
 
 

@@ -3,6 +3,7 @@ import numpy as np
 from ...codegen import cexpr
 from ...codegen.literals import c_literal
 from .. import dtypes as dt
+from ..errors import RankKnownAtRunTime
 from ..ir import Node
 from .registry import OpDef, register
 
@@ -20,8 +21,11 @@ class ConstantOfShape(OpDef):
         shape, value = ctx.inp(0), self.value(node)
         if value.size != 1:
             raise ctx.fail(f"value must have one element, not {value.size}")
-        if shape.dtype != dt.INT64 or len(shape.shape) != 1 or not isinstance(shape.shape[0], int):
-            raise ctx.fail("input must be a 1-D int64 tensor of static length")
+        if shape.dtype != dt.INT64 or len(shape.shape) != 1:
+            raise ctx.fail("input must be a 1-D int64 tensor")
+        if not isinstance(shape.shape[0], int):
+            raise RankKnownAtRunTime(f"{node.label}: the length of its input, the output's rank, is known only "
+                                     "at run time")
         dims = ctx.const(0)
         known = ctx.sym_value(0)
         if dims is None and known is not None:

@@ -1,5 +1,5 @@
 from .. import dtypes as dt
-from ..errors import UnsupportedError
+from ..errors import RankKnownAtRunTime
 from ._control import element_shape, infer_body, known_symbols, merged_dim, scalar_input
 from .registry import OpDef, register
 
@@ -29,8 +29,8 @@ class If(OpDef):
                 out.append((a.dtype, element_shape(ctx.dims, [a.shape, b.shape], node.label), a.kind))
                 continue
             if len(a.shape) != len(b.shape):
-                raise UnsupportedError(f"{node.label}: output {i} has rank {len(a.shape)} in then_branch and "
-                                       f"{len(b.shape)} in else_branch")
+                raise RankKnownAtRunTime(f"{node.label}: output {i} has rank {len(a.shape)} in then_branch and "
+                                       f"{len(b.shape)} in else_branch, on a condition known only at run time")
             out.append((a.dtype, tuple(merged_dim(node, ctx.dims, f"{i}[{axis}]", [x, y], known)
                                        for axis, (x, y) in enumerate(zip(a.shape, b.shape)))))
         return out

@@ -1,5 +1,6 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
+from ..errors import RankKnownAtRunTime
 from ._copy import Copy
 from ._dims_value import passthrough
 from .registry import register
@@ -26,8 +27,11 @@ class Reshape(Copy):
 
     def infer(self, node, ctx):
         x, shape = ctx.inp(0), ctx.inp(1)
-        if shape.dtype != dt.INT64 or len(shape.shape) != 1 or not isinstance(shape.shape[0], int):
-            raise ctx.fail("shape must be a 1-D int64 tensor of static length")
+        if shape.dtype != dt.INT64 or len(shape.shape) != 1:
+            raise ctx.fail("shape must be a 1-D int64 tensor")
+        if not isinstance(shape.shape[0], int):
+            raise RankKnownAtRunTime(f"{node.label}: the length of shape, the output's rank, is known only at "
+                                     "run time")
         allowzero = node.attrs.get("allowzero", 0)
         target = ctx.sym_value(1)
         if target is None:

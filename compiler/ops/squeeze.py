@@ -1,5 +1,6 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
+from ..errors import RankKnownAtRunTime
 from ._copy import Copy, unit_dim_checks
 from ._dims_value import passthrough
 from ._indexing import check_index_type, const_ints, data_dims, norm_axes, vector_len
@@ -10,7 +11,8 @@ def squeezed_shape(ctx, shape: tuple, axes) -> tuple:
     """``shape`` without ``axes`` (None: without every dim that is 1)."""
     if axes is None:
         if any(isinstance(d, str) for d in shape):
-            raise ctx.fail(f"cannot tell which dims of {shape} are 1 without axes")
+            raise RankKnownAtRunTime(f"{ctx.node.label}: without axes, which dims of {list(shape)} are 1 "
+                                     "is known only at run time")
         return tuple(d for d in shape if d != 1)
     axes = norm_axes(ctx, axes, len(shape))
     for a in axes:
