@@ -1,0 +1,110 @@
+"""onnxruntime's com.microsoft quantization contrib ops against onnxruntime: integer outputs
+exactly, float outputs within the tolerance each test states."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+from helpers import assert_matches_ort, make_model
+
+MS = "com.microsoft"
+RNG = np.random.default_rng(11)
+ONNX_TYPE = {np.int8: TP.INT8, np.uint8: TP.UINT8, np.int16: TP.INT16, np.uint16: TP.UINT16,
+             np.int32: TP.INT32, np.float32: TP.FLOAT}
+RANGE = {np.int8: (-128, 127), np.uint8: (0, 255)}
+
+
+def init(name: str, value) -> object:
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def ms_model(nodes, inputs, outputs, inits=(), opset=17):
+    return make_model(nodes, inputs, outputs, inits, opset=opset, extra_opsets={MS: 1})
+
+
+def every_value(t, shape) -> np.ndarray:
+    """Every value of type t, repeated and shuffled, then random ones to fill ``shape``."""
+    lo, hi = RANGE[t]
+    n = int(np.prod(shape))
+    x = np.concatenate([np.arange(lo, hi + 1), RNG.integers(lo, hi + 1, max(0, n - (hi - lo + 1)))])[:n]
+    return RNG.permutation(x).astype(t).reshape(shape)
+
+
+def qparams(t, names, seed):
+    """One float32 scale and one zero point of type t per name, as initializers."""
+    rng = np.random.default_rng(seed)
+    lo, hi = RANGE[t]
+    out = []
+    for n in names:
+        out += [init(f"{n}_s", np.float32(rng.uniform(0.002, 0.2))), init(f"{n}_z", t(rng.integers(lo, hi + 1)))]
+    return out
+
+
+# --- QLinearAdd, QLinearMul ------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("seed", range(4))
+def test_qlinear_binary_every_pair(op, t, seed):
+    """All 65536 pairs of values, random scales and zero points."""
+    lo, hi = RANGE[t]
+    a = np.repeat(np.arange(lo, hi + 1), 256).astype(t).reshape(256, 256)
+    b = np.tile(np.arange(lo, hi + 1), 256).astype(t).reshape(256, 256)
+    node = helper.make_node(op, ["a", "a_s", "a_z", "b", "b_s", "b_z", "c_s", "c_z"], ["c"], domain=MS)
+    model = ms_model([node], [("a", ONNX_TYPE[t], [256, 256]), ("b", ONNX_TYPE[t], [256, 256])],
+                     [("c", ONNX_TYPE[t], [256, 256])], qparams(t, "abc", seed))
+    assert_matches_ort(model, {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("a_shape,b_shape", [([4, 3, 40], [40]), ([4, 3, 40], [3, 1]), ([1], [5, 40]),
+                                             ([5, 40], []), ([2, 1, 40], [1, 3, 40])])
+def test_qlinear_binary_broadcast(op, a_shape, b_shape):
+    t = np.uint8
+    node = helper.make_node(op, ["a", "a_s", "a_z", "b", "b_s", "b_z", "c_s", "c_z"], ["c"], domain=MS)
+    out = list(np.broadcast_shapes(tuple(a_shape), tuple(b_shape)))
+    model = ms_model([node], [("a", TP.UINT8, a_shape), ("b", TP.UINT8, b_shape)], [("c", TP.UINT8, out)],
+                     qparams(t, "abc", 3))
+    for _ in range(3):
+        assert_matches_ort(model, {"a": RNG.integers(0, 256, a_shape).astype(t),
+                                   "b": RNG.integers(0, 256, b_shape).astype(t)})
+
+
+def test_qlinear_add_symbolic_dim():
+    node = helper.make_node("QLinearAdd", ["a", "a_s", "a_z", "b", "b_s", "b_z", "c_s", "c_z"], ["c"], domain=MS)
+    model = ms_model([node], [("a", TP.INT8, ["n", 16]), ("b", TP.INT8, ["n", 16])], [("c", TP.INT8, ["n", 16])],
+                     qparams(np.int8, "abc", 9))
+    assert_matches_ort(model, {"a": every_value(np.int8, [20, 16]), "b": every_value(np.int8, [20, 16])})
+
+
+def test_qlinear_add_unknown_attribute_is_refused():
+    import onnxc
+    node = helper.make_node("QLinearAdd", ["a", "s", "", "a", "s", "", "s", ""], ["c"], domain=MS, fused=1)
+    model = ms_model([node], [("a", TP.UINT8, [4])], [("c", TP.UINT8, [4])], [init("s", np.float32(0.1))])
+    with pytest.raises(Exception, match="unknown attribute 'fused'"):
+        onnxc.InferenceSession(model.SerializeToString())
+
+
+# --- QLinearSigmoid, QLinearLeakyRelu ----------------------------------------------------------
+
+@pytest.mark.parametrize("op,attrs", [("QLinearSigmoid", {}), ("QLinearLeakyRelu", {}),
+                                      ("QLinearLeakyRelu", {"alpha": 0.3})])
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("seed", range(4))
+def test_qlinear_table_ops(op, attrs, t, seed):
+    """Every input value, so every table entry is compared."""
+    node = helper.make_node(op, ["x", "x_s", "x_z", "y_s", "y_z"], ["y"], domain=MS, **attrs)
+    inits = qparams(t, "xy", seed)
+    if op == "QLinearSigmoid":   # outputs in [0, 1]: a scale that spreads them over the range
+        inits[2] = init("y_s", np.float32(np.random.default_rng(seed).uniform(1 / 300, 1 / 100)))
+    model = ms_model([node], [("x", ONNX_TYPE[t], [2, "n"])], [("y", ONNX_TYPE[t], [2, "n"])], inits)
+    assert_matches_ort(model, {"x": every_value(t, [2, 300])})
+
+
+def test_qlinear_sigmoid_without_zero_points():
+    node = helper.make_node("QLinearSigmoid", ["x", "x_s", "", "y_s", ""], ["y"], domain=MS)
+    inits = [init("x_s", np.float32(0.05)), init("y_s", np.float32(1 / 255))]
+    model = ms_model([node], [("x", TP.INT8, [256])], [("y", TP.INT8, [256])], inits)
+    assert_matches_ort(model, {"x": every_value(np.int8, [256])})
