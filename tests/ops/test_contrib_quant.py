@@ -108,3 +108,40 @@ def test_qlinear_sigmoid_without_zero_points():
     inits = [init("x_s", np.float32(0.05)), init("y_s", np.float32(1 / 255))]
     model = ms_model([node], [("x", TP.INT8, [256])], [("y", TP.INT8, [256])], inits)
     assert_matches_ort(model, {"x": every_value(np.int8, [256])})
+
+
+# --- QuantizeLinear, DequantizeLinear (com.microsoft) -------------------------------------------
+
+Q_TYPES = [(np.uint8, TP.UINT8), (np.int8, TP.INT8), (np.uint16, TP.UINT16), (np.int16, TP.INT16)]
+
+
+@pytest.mark.parametrize("t,tp", Q_TYPES)
+def test_ms_quantize_dequantize_per_tensor(t, tp):
+    zp = np.asarray(7 if t in (np.uint8, np.uint16) else -3, t)
+    scale = np.float32(0.05 if t in (np.uint8, np.int8) else 0.0007)
+    q = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], domain=MS)
+    dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], domain=MS)
+    model = ms_model([q, dq], [("x", TP.FLOAT, [3, "n"])], [("q", tp, [3, "n"]), ("y", TP.FLOAT, [3, "n"])],
+                     [init("s", scale), init("z", zp)])
+    x = (RNG.integers(-4000, 4000, [3, 50]) / 2 * scale).astype(np.float32)   # exact halves: ties
+    x.flat[::9] *= 300                                                         # saturation
+    assert_matches_ort(model, {"x": x}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_ms_quantize_dequantize_per_axis(axis):
+    shape = [3, 4, 5]
+    n = shape[axis]
+    scale = RNG.uniform(0.01, 0.1, n).astype(np.float32)
+    zp = RNG.integers(-10, 10, n).astype(np.int8)
+    q = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], domain=MS, axis=axis)
+    dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], domain=MS, axis=axis)
+    model = ms_model([q, dq], [("x", TP.FLOAT, shape)], [("q", TP.INT8, shape), ("y", TP.FLOAT, shape)],
+                     [init("s", scale), init("z", zp)])
+    assert_matches_ort(model, {"x": RNG.normal(0, 3, shape).astype(np.float32)}, rtol=0, atol=0)
+
+
+def test_ms_dequantize_int32_without_zero_point():
+    dq = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], domain=MS)
+    model = ms_model([dq], [("x", TP.INT32, [6])], [("y", TP.FLOAT, [6])], [init("s", np.float32(0.125))])
+    assert_matches_ort(model, {"x": np.array([-(2 ** 31), -5, 0, 3, 2 ** 20 + 1, 2 ** 31 - 1], np.int32)}, rtol=0, atol=0)
