@@ -9,7 +9,8 @@ from typing import Any
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from .. import dtypes as dt
-from ..ir import Node
+from ..errors import UnsupportedError
+from ..ir import Node, Value
 from . import _quantize as qz
 from ..dims import broadcast_shapes
 from .registry import InferContext
@@ -107,3 +108,36 @@ def constant_in_span(t: TensorRef, out: TensorRef) -> bool:
             continue
         return axis < pad or t.dims[axis - pad] == 1
     return False
+
+
+def check_integer_matmul(ctx: InferContext, a: Value, b: Value, b_scale: int, b_zero: int, bias: int):
+    """Shapes of MatMulIntegerToFloat / DynamicQuantizeMatMul: A [..., K] times a matrix B [K, N];
+    b_scale and b_zero_point hold one value or one per column, bias one per column."""
+    if len(b.shape) != 2:
+        raise UnsupportedError(f"{ctx.node.label}: B of rank {len(b.shape)} (onnxc takes a matrix B)")
+    if len(a.shape) < 1:
+        raise ctx.fail("A must have at least one dim")
+    k, n = b.shape
+    ctx.dims.same(a.shape[-1], k)
+    for i, what in ((b_scale, "b_scale"), (b_zero, "b_zero_point"), (bias, "bias")):
+        if not ctx.has(i):
+            continue
+        shape = ctx.inp(i).shape
+        per_column = len(shape) == 1 and (shape[0] == n or (i != bias and shape[0] == 1))
+        if not (per_column or (len(shape) == 0 and i != bias)):
+            raise ctx.fail(f"{what} shape {list(shape)} must be {'[N]' if i == bias else 'a scalar or [N]'} (N = {n})")
+    return (*a.shape[:-1], n)
+
+
+def integer_matmul_kernel(k: KernelContext, a: TensorRef, b: TensorRef, b_scale: TensorRef,
+                          b_zero: TensorRef | None, bias: TensorRef | None, **data: Any) -> Kernel:
+    """The ``c/matmul_integer_to_float.c.j2`` kernel; ``data`` says how A is read."""
+    n = b.dims[1]
+    kernel = k.kernel(
+        "c/matmul_integer_to_float.c.j2", helpers=(HELPER,) + data.pop("helpers", ()), checks=[],
+        ROWS=cexpr.lit(cexpr.prod(a.dims[:-1])), K=cexpr.lit(b.dims[0]), N=cexpr.lit(n), a=a.name, b=b.name,
+        y=k.out.name, a_ctype=a.ctype,
+        b_scale=f"{b_scale.name}[{'j' if b_scale.numel != 1 else '0'}]",
+        b_zero="0" if b_zero is None else f"(int32_t){b_zero.name}[{'j' if b_zero.numel != 1 else '0'}]",
+        bias=f" + {bias.name}[j]" if bias is not None else "", **data)
+    return kernel

@@ -145,3 +145,55 @@ def test_ms_dequantize_int32_without_zero_point():
     dq = helper.make_node("DequantizeLinear", ["x", "s"], ["y"], domain=MS)
     model = ms_model([dq], [("x", TP.INT32, [6])], [("y", TP.FLOAT, [6])], [init("s", np.float32(0.125))])
     assert_matches_ort(model, {"x": np.array([-(2 ** 31), -5, 0, 3, 2 ** 20 + 1, 2 ** 31 - 1], np.int32)}, rtol=0, atol=0)
+
+
+# --- MatMulIntegerToFloat, DynamicQuantizeMatMul -----------------------------------------------
+
+def weights(t, shape) -> np.ndarray:
+    """int8 weights in [-64, 63] (7 bits, as quantize_dynamic's reduce_range makes them):
+    onnxruntime's AVX2 kernel for uint8 x int8 saturates each sum of two products to int16,
+    which 8-bit weights can pass; onnxc computes the exact sums."""
+    lo, hi = (-64, 63) if t is np.int8 else RANGE[t]
+    return RNG.integers(lo, hi, shape, endpoint=True).astype(t)
+
+
+@pytest.mark.parametrize("a_t,b_t", [(np.uint8, np.int8), (np.uint8, np.uint8), (np.int8, np.int8)])
+@pytest.mark.parametrize("per_column", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_matmul_integer_to_float(a_t, b_t, per_column, bias):
+    """Exact: onnxruntime accumulates in int32 and scales each sum in float32 the same way."""
+    n = 12
+    shape = [n] if per_column else []
+    inits = [init("b", weights(b_t, [20, n])),
+             init("a_s", np.float32(0.031)), init("b_s", RNG.uniform(0.001, 0.05, shape).astype(np.float32)),
+             init("a_z", a_t(RNG.integers(*RANGE[a_t]))),
+             init("b_z", weights(b_t, shape))]
+    names = ["a", "b", "a_s", "b_s", "a_z", "b_z"]
+    if bias:
+        inits.append(init("bias", RNG.normal(0, 1, n).astype(np.float32)))
+        names.append("bias")
+    node = helper.make_node("MatMulIntegerToFloat", names, ["y"], domain=MS)
+    model = ms_model([node], [("a", ONNX_TYPE[a_t], ["batch", 3, 20])], [("y", TP.FLOAT, ["batch", 3, n])], inits)
+    assert_matches_ort(model, {"a": RNG.integers(*RANGE[a_t], [2, 3, 20], endpoint=True).astype(a_t)},
+                       rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("b_t", [np.int8, np.uint8])
+@pytest.mark.parametrize("per_column,zero_point,bias", [(False, False, False), (True, True, True),
+                                                         (False, True, True)])
+def test_dynamic_quantize_matmul(b_t, per_column, zero_point, bias):
+    n = 10
+    shape = [n] if per_column else []
+    inits = [init("b", weights(b_t, [24, n])),
+             init("b_s", RNG.uniform(0.001, 0.05, shape).astype(np.float32))]
+    names = ["a", "b", "b_s", "", ""]
+    if zero_point:
+        inits.append(init("b_z", weights(b_t, shape)))
+        names[3] = "b_z"
+    if bias:
+        inits.append(init("bias", RNG.normal(0, 1, n).astype(np.float32)))
+        names[4] = "bias"
+    node = helper.make_node("DynamicQuantizeMatMul", names, ["y"], domain=MS)
+    model = ms_model([node], [("a", TP.FLOAT, ["m", 24])], [("y", TP.FLOAT, ["m", n])], inits)
+    for a in (RNG.normal(0, 2, [5, 24]), RNG.uniform(0.5, 3, [1, 24]), np.zeros([2, 24])):
+        assert_matches_ort(model, {"a": a.astype(np.float32)}, rtol=0, atol=0)
