@@ -197,3 +197,64 @@ def test_dynamic_quantize_matmul(b_t, per_column, zero_point, bias):
     model = ms_model([node], [("a", TP.FLOAT, ["m", 24])], [("y", TP.FLOAT, ["m", n])], inits)
     for a in (RNG.normal(0, 2, [5, 24]), RNG.uniform(0.5, 3, [1, 24]), np.zeros([2, 24])):
         assert_matches_ort(model, {"a": a.astype(np.float32)}, rtol=0, atol=0)
+
+
+# --- MatMulNBits ---------------------------------------------------------------------------------
+
+def nbits_weights(n, k, block, bits=4, zero_points="packed", seed=0):
+    """Random quantized weights in MatMulNBits' layout, and their float32 values [K, N]."""
+    rng = np.random.default_rng(seed)
+    blocks = -(-k // block)
+    q = rng.integers(0, 1 << bits, [n, blocks * block])
+    scales = rng.uniform(0.01, 0.1, [n, blocks]).astype(np.float32)
+    per_byte = 8 // bits
+    packed = np.zeros([n, blocks * block // per_byte], np.uint8)
+    for j in range(per_byte):
+        packed |= (q[:, j::per_byte] << (bits * j)).astype(np.uint8)
+    inits = [init("b", packed.reshape(n, blocks, block * bits // 8)), init("s", scales.reshape(-1))]
+    if zero_points == "packed":
+        zq = rng.integers(0, 1 << bits, [n, -(-blocks // per_byte) * per_byte])
+        zp = np.zeros([n, zq.shape[1] // per_byte], np.uint8)
+        for j in range(per_byte):
+            zp |= (zq[:, j::per_byte] << (bits * j)).astype(np.uint8)
+        inits.append(init("z", zp.reshape(-1)))
+        zero = zq[:, :blocks].astype(np.float32)
+    elif zero_points == "float":
+        zero = rng.uniform(0, (1 << bits) - 1, [n, blocks]).astype(np.float32)
+        inits.append(init("z", zero.reshape(-1)))
+    else:
+        zero = np.full([n, blocks], 1 << (bits - 1), np.float32)
+    w = (q - np.repeat(zero, block, axis=1)) * np.repeat(scales, block, axis=1)
+    return inits, w[:, :k].T.astype(np.float32)
+
+
+@pytest.mark.parametrize("k,block", [(64, 32), (80, 16), (128, 128)])
+@pytest.mark.parametrize("bits,zero_points", [(4, "packed"), (4, "none"), (4, "float"), (8, "packed"), (8, "none")])
+def test_matmul_nbits(k, block, zero_points, bits):
+    """float32 sums in another order than onnxruntime's: within 1e-5 of the largest output."""
+    n = 24
+    inits, w = nbits_weights(n, k, block, bits, zero_points)
+    names = ["a", "b", "s"] + (["z"] if zero_points != "none" else [])
+    node = helper.make_node("MatMulNBits", names, ["y"], domain=MS, K=k, N=n, bits=bits, block_size=block)
+    model = ms_model([node], [("a", TP.FLOAT, ["batch", 3, k])], [("y", TP.FLOAT, ["batch", 3, n])], inits)
+    a = RNG.normal(0, 1, [2, 3, k]).astype(np.float32)
+    out = assert_matches_ort(model, {"a": a}, rtol=0, atol=1e-5 * float(np.abs(a @ w).max()))
+    np.testing.assert_allclose(out[0], a @ w, rtol=0, atol=1e-5 * float(np.abs(a @ w).max()))
+
+
+@pytest.mark.parametrize("accuracy_level", [0, 4])
+def test_matmul_nbits_bias_and_accuracy_level(accuracy_level):
+    """onnxc computes in float32 at every accuracy_level; onnxruntime's level 4 quantizes A to
+    int8 per block (a relative error near 1/254 of each block's largest |a| per product), so
+    that case is compared within 2% of the largest output."""
+    n, k, block = 16, 96, 32
+    inits, w = nbits_weights(n, k, block, 4, "packed", seed=3)
+    bias = RNG.normal(0, 1, n).astype(np.float32)
+    node = helper.make_node("MatMulNBits", ["a", "b", "s", "z", "", "bias"], ["y"], domain=MS, K=k, N=n, bits=4,
+                            block_size=block, accuracy_level=accuracy_level)
+    model = ms_model([node], [("a", TP.FLOAT, [5, k])], [("y", TP.FLOAT, [5, n])], inits + [init("bias", bias)])
+    a = RNG.normal(0, 1, [5, k]).astype(np.float32)
+    ref = a @ w + bias
+    tol = (1e-5 if accuracy_level == 0 else 2e-2) * float(np.abs(ref).max())
+    out = assert_matches_ort(model, {"a": a}, rtol=0, atol=tol)
+    np.testing.assert_allclose(out[0], ref, rtol=0, atol=1e-5 * float(np.abs(ref).max()))
