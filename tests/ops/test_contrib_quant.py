@@ -258,3 +258,37 @@ def test_matmul_nbits_bias_and_accuracy_level(accuracy_level):
     tol = (1e-5 if accuracy_level == 0 else 2e-2) * float(np.abs(ref).max())
     out = assert_matches_ort(model, {"a": a}, rtol=0, atol=tol)
     np.testing.assert_allclose(out[0], ref, rtol=0, atol=1e-5 * float(np.abs(ref).max()))
+
+
+# --- GatherBlockQuantized ------------------------------------------------------------------------
+
+def int4_tensor(name, values, tp):
+    return helper.make_tensor(name, tp, list(values.shape), values.astype(np.int8).reshape(-1).tolist())
+
+
+@pytest.mark.parametrize("data_type,gather_axis", [("uint8", 0), ("int4", 0), ("int4", 1), ("uint4", 0), ("uint4", 1)])
+@pytest.mark.parametrize("zero_points", [True, False])
+def test_gather_block_quantized(data_type, zero_points, gather_axis):
+    """Exact: (q - zero_point) * scale is one float32 product in both."""
+    rng = np.random.default_rng(4)
+    vocab, d, block = 10, 64, 16
+    shape = [vocab, 3, d] if gather_axis == 1 else [vocab, d]
+    lead = shape[:-1]
+    scales = init("s", rng.uniform(0.01, 0.1, lead + [d // block]).astype(np.float32))
+    if data_type == "uint8":
+        q = rng.integers(0, 16, shape)
+        data = init("d", (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8))
+        zq = rng.integers(0, 16, lead + [d // block])
+        zp = init("z", (zq[..., 0::2] | (zq[..., 1::2] << 4)).astype(np.uint8))
+    else:
+        lo, hi, tp = (-8, 7, TP.INT4) if data_type == "int4" else (0, 15, TP.UINT4)
+        data = int4_tensor("d", rng.integers(lo, hi, shape, endpoint=True), tp)
+        zp = int4_tensor("z", rng.integers(lo, hi, lead + [d // block], endpoint=True), tp)
+    names = ["d", "i", "s"] + (["z"] if zero_points else [])
+    node = helper.make_node("GatherBlockQuantized", names, ["y"], domain=MS, block_size=block,
+                            gather_axis=gather_axis, quantize_axis=len(shape) - 1)
+    axis_len = shape[gather_axis]
+    out = shape[:gather_axis] + [2, 2] + shape[gather_axis + 1:]
+    model = ms_model([node], [("i", TP.INT64, [2, 2])], [("y", TP.FLOAT, out)],
+                     [data, scales] + ([zp] if zero_points else []))
+    assert_matches_ort(model, {"i": np.array([[0, axis_len - 1], [1, -1]], np.int64)}, rtol=0, atol=0)
