@@ -292,3 +292,34 @@ def test_gather_block_quantized(data_type, zero_points, gather_axis):
     model = ms_model([node], [("i", TP.INT64, [2, 2])], [("y", TP.FLOAT, out)],
                      [data, scales] + ([zp] if zero_points else []))
     assert_matches_ort(model, {"i": np.array([[0, axis_len - 1], [1, -1]], np.int64)}, rtol=0, atol=0)
+
+
+# --- QLinearConcat -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_qlinear_concat(t, axis):
+    """Every value through each input's table; one input shares Y's parameters (a plain copy)."""
+    shapes = [[4, 64, 2], [4, 64, 2], [4, 64, 2]]
+    shapes[1][axis] = 3 if axis else 2
+    names, inputs, inits = ["y_s", "y_z"], [], qparams(t, "y", 7)
+    for i, shape in enumerate(shapes):
+        inputs.append((f"x{i}", ONNX_TYPE[t], shape))
+        if i == 2:
+            names += [f"x{i}", "y_s", "y_z"]
+        else:
+            inits += qparams(t, [f"x{i}"], 20 + i)
+            names += [f"x{i}", f"x{i}_s", f"x{i}_z"]
+    out = list(np.concatenate([np.zeros(s) for s in shapes], axis=axis).shape)
+    node = helper.make_node("QLinearConcat", names, ["y"], domain=MS, axis=axis)
+    model = ms_model([node], inputs, [("y", ONNX_TYPE[t], out)], inits)
+    assert_matches_ort(model, {f"x{i}": every_value(t, s) for i, s in enumerate(shapes)})
+
+
+def test_qlinear_concat_symbolic_axis():
+    t = np.uint8
+    names = ["y_s", "y_z", "a", "a_s", "a_z", "b", "b_s", "b_z"]
+    node = helper.make_node("QLinearConcat", names, ["y"], domain=MS, axis=1)
+    model = ms_model([node], [("a", TP.UINT8, [2, "n"]), ("b", TP.UINT8, [2, "m"])], [("y", TP.UINT8, [2, None])],
+                     qparams(t, ["y", "a", "b"], 5))
+    assert_matches_ort(model, {"a": every_value(t, [2, 130]), "b": every_value(t, [2, 200])})
