@@ -323,3 +323,20 @@ def test_qlinear_concat_symbolic_axis():
     model = ms_model([node], [("a", TP.UINT8, [2, "n"]), ("b", TP.UINT8, [2, "m"])], [("y", TP.UINT8, [2, None])],
                      qparams(t, ["y", "a", "b"], 5))
     assert_matches_ort(model, {"a": every_value(t, [2, 130]), "b": every_value(t, [2, 200])})
+
+
+# --- QLinearGlobalAveragePool ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("channels_last", [0, 1])
+@pytest.mark.parametrize("spatial", [[7, 5], [1, 1], [16]])
+def test_qlinear_global_average_pool(t, channels_last, spatial):
+    c = 6
+    shape = [2, *spatial, c] if channels_last else [2, c, *spatial]
+    ones = [1] * len(spatial)
+    out = [2, *ones, c] if channels_last else [2, c, *ones]
+    node = helper.make_node("QLinearGlobalAveragePool", ["x", "x_s", "x_z", "y_s", "y_z"], ["y"], domain=MS,
+                            channels_last=channels_last)
+    model = ms_model([node], [("x", ONNX_TYPE[t], shape)], [("y", ONNX_TYPE[t], out)], qparams(t, "xy", 2))
+    for _ in range(3):
+        assert_matches_ort(model, {"x": RNG.integers(*RANGE[t], shape, endpoint=True).astype(t)})
