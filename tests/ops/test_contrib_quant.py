@@ -340,3 +340,18 @@ def test_qlinear_global_average_pool(t, channels_last, spatial):
     model = ms_model([node], [("x", ONNX_TYPE[t], shape)], [("y", ONNX_TYPE[t], out)], qparams(t, "xy", 2))
     for _ in range(3):
         assert_matches_ort(model, {"x": RNG.integers(*RANGE[t], shape, endpoint=True).astype(t)})
+
+
+# --- QLinearSoftmax -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("opset,axis,shape", [(13, -1, [4, 37]), (13, 1, [3, 9, 5]), (12, 1, [3, 4, 6]),
+                                              (13, -1, [2, 3])])
+def test_qlinear_softmax(t, opset, axis, shape):
+    lo, _ = RANGE[t]
+    inits = [init("x_s", np.float32(0.07)), init("x_z", t(0)), init("y_s", np.float32(1 / 256)), init("y_z", t(lo))]
+    node = helper.make_node("QLinearSoftmax", ["x", "x_s", "x_z", "y_s", "y_z"], ["y"], domain=MS, opset=opset,
+                            axis=axis)
+    model = ms_model([node], [("x", ONNX_TYPE[t], shape)], [("y", ONNX_TYPE[t], shape)], inits)
+    for _ in range(4):
+        assert_matches_ort(model, {"x": RNG.integers(*RANGE[t], shape, endpoint=True).astype(t)})
