@@ -355,3 +355,18 @@ def test_qlinear_softmax(t, opset, axis, shape):
     model = ms_model([node], [("x", ONNX_TYPE[t], shape)], [("y", ONNX_TYPE[t], shape)], inits)
     for _ in range(4):
         assert_matches_ort(model, {"x": RNG.integers(*RANGE[t], shape, endpoint=True).astype(t)})
+
+
+# --- QLinearAveragePool ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("attrs", [dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1]),
+                                   dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+                                   dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+                                   dict(kernel_shape=[3, 3], auto_pad="SAME_UPPER")])
+def test_qlinear_average_pool(t, attrs):
+    shape = [2, 3, 7, 6]
+    node = helper.make_node("QLinearAveragePool", ["x", "x_s", "x_z", "y_s", "y_z"], ["y"], domain=MS, **attrs)
+    model = ms_model([node], [("x", ONNX_TYPE[t], shape)], [("y", ONNX_TYPE[t], [2, 3, None, None])], qparams(t, "xy", 6))
+    for _ in range(3):
+        assert_matches_ort(model, {"x": RNG.integers(*RANGE[t], shape, endpoint=True).astype(t)})
