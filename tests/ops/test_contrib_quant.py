@@ -448,3 +448,21 @@ def test_dynamic_quantize_lstm_without_initial_state_starts_from_zeros():
     expected = assert_matches_ort(zeros, {"x": x}, rtol=0, atol=LSTM_ATOL)
     for a, e in zip(run_onnxc(omitted, {"x": x}), expected):
         np.testing.assert_array_equal(a, e)
+
+
+def test_ms_quantize_dequantize_float16():
+    q = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], domain=MS)
+    dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], domain=MS)
+    model = ms_model([q, dq], [("x", TP.FLOAT16, [64])], [("q", TP.UINT8, [64]), ("y", TP.FLOAT16, [64])],
+                     [init("s", np.float16(0.5)), init("z", np.uint8(3))])
+    x = (np.arange(-40, 24) * 0.25).astype(np.float16)   # ties at every odd quarter
+    x[-1] = 1000
+    assert_matches_ort(model, {"x": x}, rtol=0, atol=0)
+
+
+def test_ms_quantize_int4_and_dequantize():
+    q = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], domain=MS)
+    dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], domain=MS)
+    z = helper.make_tensor("z", TP.INT4, [], [-2])
+    model = ms_model([q, dq], [("x", TP.FLOAT, [40])], [("y", TP.FLOAT, [40])], [init("s", np.float32(0.5)), z])
+    assert_matches_ort(model, {"x": (np.arange(-20, 20) * 0.25).astype(np.float32)}, rtol=0, atol=0)
