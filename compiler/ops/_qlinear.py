@@ -9,10 +9,12 @@ from typing import Any
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from .. import dtypes as dt
+from ..dims import broadcast_shapes
 from ..errors import UnsupportedError
 from ..ir import Node, Value
+from . import _gemm
 from . import _quantize as qz
-from ..dims import broadcast_shapes
+from .mat_mul import matmul_kernel
 from .registry import InferContext
 
 MS = "com.microsoft"
@@ -55,6 +57,12 @@ def saturate(value: str, y: TensorRef) -> str:
     """Float ``value`` rounded half to even and saturated to y's type, as y's C type."""
     q = qz.QUANT_TYPES[y.dtype]
     return f"({y.ctype})onnxc_qlinear_sat({value}, {q.lo}, {q.hi})"
+
+
+def saturate_int(value: str, t: dt.DType) -> str:
+    """Float ``value`` rounded half to even and saturated to the range of ``t``, as an int32."""
+    q = qz.QUANT_TYPES[t]
+    return f"onnxc_qlinear_sat({value}, {q.lo}, {q.hi})"
 
 
 def lookup_kernel(k: KernelContext, transform: str) -> Kernel:
@@ -129,15 +137,22 @@ def check_integer_matmul(ctx: InferContext, a: Value, b: Value, b_scale: int, b_
     return (*a.shape[:-1], n)
 
 
-def integer_matmul_kernel(k: KernelContext, a: TensorRef, b: TensorRef, b_scale: TensorRef,
-                          b_zero: TensorRef | None, bias: TensorRef | None, **data: Any) -> Kernel:
-    """The ``c/matmul_integer_to_float.c.j2`` kernel; ``data`` says how A is read."""
-    n = b.dims[1]
-    kernel = k.kernel(
-        "c/matmul_integer_to_float.c.j2", helpers=(HELPER,) + data.pop("helpers", ()), checks=[],
-        ROWS=cexpr.lit(cexpr.prod(a.dims[:-1])), K=cexpr.lit(b.dims[0]), N=cexpr.lit(n), a=a.name, b=b.name,
-        y=k.out.name, a_ctype=a.ctype,
-        b_scale=f"{b_scale.name}[{'j' if b_scale.numel != 1 else '0'}]",
-        b_zero="0" if b_zero is None else f"(int32_t){b_zero.name}[{'j' if b_zero.numel != 1 else '0'}]",
-        bias=f" + {bias.name}[j]" if bias is not None else "", **data)
+def integer_matmul_kernel(k: KernelContext, b_scale: TensorRef, b_zero: TensorRef | None,
+                          bias: TensorRef | None, a_value: str, **data: Any) -> Kernel:
+    """The ``c/matmul_integer_to_float.c.j2`` kernel of A (input 0) times B (input 1); ``a_value``
+    is A's element ``A[row * K + k]`` as an int32 C expression (``{A}`` stands for it), and
+    ``data`` says where scale_a and az come from."""
+    a, b = k.input(0), k.input(1)
+    n = cexpr.lit(b.dims[1])
+    column = "n" if b_zero is not None and b_zero.numel != 1 else "0"
+    b_zero_c = "0" if b_zero is None else f"(int32_t){b_zero.name}[{column}]"
+    scale = f"{b_scale.name}[{'i % ' + str(n) if b_scale.numel != 1 else '0'}]"
+    y_store = f"onnxc_mul_rn((float)(int32_t)y[i], scale_a * {scale})" + (
+        f" + {bias.name}[i % {n}]" if bias is not None else "")
+    kernel = matmul_kernel(k, _gemm.UINT32,
+                           a_load=f"(uint32_t)({a_value.format(A=a.name + '[row * {K} + k]')} - az)",
+                           b_load=f"(uint32_t)((int32_t){b.name}[i] - {b_zero_c})", y_store=y_store)
+    kernel.template = "c/matmul_integer_to_float.c.j2"
+    kernel.data.update(data, a=a.name, a_count=cexpr.lit(a.numel))
+    kernel.helpers += [HELPER]
     return kernel

@@ -2,12 +2,10 @@
 quantized to uint8 on every run."""
 from __future__ import annotations
 
-from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..ir import Node
 from . import _qlinear as ql
-from . import _quantize as qz
 from .registry import InferContext, OpDef, register
 
 
@@ -31,11 +29,7 @@ class DynamicQuantizeMatMul(OpDef):
         return [(dt.FLOAT, ql.check_integer_matmul(ctx, a, b, 2, 3, 4))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
-        a = k.input(0)
         opt = [k.input(i) if k.has_input(i) else None for i in (3, 4)]
-        kernel = ql.integer_matmul_kernel(
-            k, a, k.input(1), k.input(2), opt[0], opt[1], dynamic=True, helpers=(qz.HELPER,),
-            dynamic_zero=qz.saturate("rint((double)(0.0f - lo / scale_a))", dt.UINT8),
-            dynamic_value=qz.saturate(f"rint((double)({a.name}[i] / scale_a)) + (double)az", dt.UINT8))
-        kernel.scratch["a"] = a.numel
-        return kernel
+        return ql.integer_matmul_kernel(
+            k, k.input(2), opt[0], opt[1], ql.saturate_int("rintf({A} / scale_a) + (float)az", dt.UINT8),
+            dynamic=True, dynamic_zero=ql.saturate_int("0.0f - lo / scale_a", dt.UINT8))

@@ -31,5 +31,5 @@ class MatMulIntegerToFloat(OpDef):
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         opt = [k.input(i) if k.has_input(i) else None for i in (5, 6)]
-        return ql.integer_matmul_kernel(k, k.input(0), k.input(1), k.input(3), opt[0], opt[1], dynamic=False,
+        return ql.integer_matmul_kernel(k, k.input(3), opt[0], opt[1], "(int32_t){A}", dynamic=False,
                                         a_scale=ql.scale(k, 2), a_zero=ql.zero(k, 4))
