@@ -71,8 +71,7 @@ def lookup_kernel(k: KernelContext, transform: str) -> Kernel:
     applied, and the result quantized with inputs 3 and 4 (y / scale rounded half to even, then the
     zero point added, as MlasQuantizeLinear does)."""
     x, y = k.input(0), k.out
-    x_value = f"({x.ctype})(int32_t)i" if x.dtype is dt.UINT8 else f"({x.ctype})(int32_t)(uint8_t)i"
-    dequantized = f"{scale(k, 1)} * (float)((int32_t){x_value} - {zero(k, 2)})"
+    dequantized = f"{scale(k, 1)} * (float)((int32_t)({x.ctype})i - {zero(k, 2)})"
     quantized = saturate(f"rintf(y / {scale(k, 3)}) + (float){zero(k, 4)}", y)
     return k.kernel("c/qlinear_lookup.c.j2", helpers=(HELPER,), ctype=y.ctype, dequantized=dequantized,
                     transform=transform, quantized=quantized, n=cexpr.lit(y.numel),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
+from ..errors import UnsupportedError
 from ..ir import Node
 from . import _qlinear as ql
 from .registry import InferContext, OpDef, register
@@ -26,9 +27,9 @@ class DynamicQuantizeLSTM(OpDef):
         a = node.attrs
         if a["activations"] not in (None, ("Sigmoid", "Tanh", "Tanh"), ("Sigmoid", "Tanh", "Tanh") * 2) \
                 or a["activation_alpha"] or a["activation_beta"]:
-            raise ql.UnsupportedError(f"{node.label}: activations other than Sigmoid, Tanh, Tanh")
+            raise UnsupportedError(f"{node.label}: activations other than Sigmoid, Tanh, Tanh")
         if ctx.has(4):
-            raise ql.UnsupportedError(f"{node.label}: sequence_lens (onnxc runs every sequence to its end)")
+            raise UnsupportedError(f"{node.label}: sequence_lens (onnxc runs every sequence to its end)")
         if a["direction"] not in ("forward", "reverse", "bidirectional"):
             raise ctx.fail(f"direction {a['direction']!r} is not forward, reverse or bidirectional")
         dirs = 2 if a["direction"] == "bidirectional" else 1

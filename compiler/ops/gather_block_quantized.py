@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
+from ..errors import UnsupportedError
 from ..ir import Node
 from . import _qlinear as ql
 from .registry import InferContext, OpDef, register
@@ -25,11 +26,11 @@ class GatherBlockQuantized(OpDef):
         a = node.attrs
         rank = len(data.shape)
         if data.dtype not in (dt.UINT8, dt.INT4, dt.UINT4):
-            raise ql.UnsupportedError(f"{node.label}: data of type {data.dtype} (onnxc takes uint8, int4, uint4)")
+            raise UnsupportedError(f"{node.label}: data of type {data.dtype} (onnxc takes uint8, int4, uint4)")
         if data.dtype is dt.UINT8 and a["bits"] not in (4, 8):
             raise ctx.fail(f"bits={a['bits']} must be 4 or 8")
         if rank < 1 or a["quantize_axis"] % rank != rank - 1:
-            raise ql.UnsupportedError(f"{node.label}: quantize_axis {a['quantize_axis']} (onnxc takes the last axis)")
+            raise UnsupportedError(f"{node.label}: quantize_axis {a['quantize_axis']} (onnxc takes the last axis)")
         if not -rank <= a["gather_axis"] < rank:
             raise ctx.fail(f"gather_axis {a['gather_axis']} is out of range for rank {rank}")
         if data.dtype is dt.UINT8 and a["gather_axis"] % rank != 0:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
+from ..errors import UnsupportedError
 from ..ir import Node
 from . import _gemm
 from . import _qlinear as ql
@@ -32,13 +33,13 @@ class MatMulNBits(OpDef):
                 raise ctx.fail(f"required attribute {name!r} is missing")
         k, n, bits, block = attrs["K"], attrs["N"], attrs["bits"], attrs["block_size"]
         if a.dtype is not dt.FLOAT:
-            raise ql.UnsupportedError(f"{node.label}: A of type {a.dtype} (onnxc takes float32 A)")
+            raise UnsupportedError(f"{node.label}: A of type {a.dtype} (onnxc takes float32 A)")
         if bits not in (4, 8):
             raise ctx.fail(f"bits={bits}: onnxc packs 4 or 8 bits")
         if block < 16 or block & (block - 1):
             raise ctx.fail(f"block_size {block} must be a power of 2, at least 16")
         if attrs["weight_prepacked"] or ctx.has(4):
-            raise ql.UnsupportedError(f"{node.label}: prepacked weights and g_idx are not supported")
+            raise UnsupportedError(f"{node.label}: prepacked weights and g_idx are not supported")
         blocks = -(-k // block)
         if b.dtype is not dt.UINT8 or tuple(b.shape) != (n, blocks, block * bits // 8):
             raise ctx.fail(f"B {b.dtype}{list(b.shape)} should be uint8[{n}, {blocks}, {block * bits // 8}]")

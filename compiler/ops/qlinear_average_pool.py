@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...codegen.kernel import Kernel, KernelContext
+from ..errors import UnsupportedError
 from ..ir import Node
 from . import _qlinear as ql
 from ._conv_pool import Pool
@@ -25,7 +26,7 @@ class QLinearAveragePool(Pool):
             if node.attrs[name] is None:
                 del node.attrs[name]
         if node.attrs["channels_last"]:
-            raise ql.UnsupportedError(f"{node.label}: channels_last=1 (onnxc pools NCHW)")
+            raise UnsupportedError(f"{node.label}: channels_last=1 (onnxc pools NCHW)")
         ql.check_unary(node, ctx)
         return super().infer(node, ctx)
 

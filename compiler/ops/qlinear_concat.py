@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
+from ..errors import UnsupportedError
 from ..ir import Node
 from . import _qlinear as ql
 from .registry import InferContext, OpDef, register
@@ -36,7 +37,7 @@ class QLinearConcat(OpDef):
         for j, x in enumerate(xs):
             i = 2 + 3 * j
             if x.dtype != y_zero.dtype:
-                raise ql.UnsupportedError(f"{node.label}: input {i} of type {x.dtype} (onnxc takes "
+                raise UnsupportedError(f"{node.label}: input {i} of type {x.dtype} (onnxc takes "
                                           f"{y_zero.dtype} inputs like Y)")
             ql.one_value(ctx, i + 1, dt.FLOAT, f"input {i + 1}")
             ql.one_value(ctx, i + 2, x.dtype, f"input {i + 2}")
