@@ -154,3 +154,11 @@ def test_sklearn_dict_vectorizer_pipeline(estimator):
             np.testing.assert_allclose(a[0].ravel(), pipe.predict([row]), rtol=1e-4, atol=1e-5)
         else:
             np.testing.assert_array_equal(a[0], pipe.predict([row]))
+
+
+@pytest.mark.parametrize("target", ["c", "cuda"])
+def test_packages_and_cuda_refuse_map_inputs(tmp_path, target):
+    from onnxc.driver import CompileOptions, compile_model
+    model = map_model(T.STRING, T.FLOAT, "DictVectorizer", T.FLOAT, [1, 4], string_vocabulary=STRING_VOCABULARY)
+    with pytest.raises(UnsupportedError, match=f"--target {target}: map inputs \\['x'\\]"):
+        compile_model(model, str(tmp_path / "out"), CompileOptions(target=target))
