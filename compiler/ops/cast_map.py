@@ -1,11 +1,12 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
-from ..errors import UnsupportedError
 from ._indexing import data_dim
 from ._map import map_input
 from .registry import OpDef, register
 
-_CAST_TO = {"TO_FLOAT": dt.FLOAT, "TO_INT64": dt.INT64}
+_CAST_TO = {"TO_FLOAT": dt.FLOAT, "TO_INT64": dt.INT64, "TO_STRING": dt.STRING}
+# onnxruntime fills a SPARSE row of strings with "0.f" (a float literal's spelling, kept as it writes it)
+_SPARSE_ZERO = {dt.FLOAT: "0", dt.INT64: "0", dt.STRING: '"0.f"'}
 
 
 @register("CastMap", since=1, domain="ai.onnx.ml")
@@ -16,8 +17,6 @@ class CastMap(OpDef):
 
     def infer(self, node, ctx):
         cast_to, form = node.attrs["cast_to"], node.attrs["map_form"]
-        if cast_to == "TO_STRING":
-            raise UnsupportedError(f"CastMap {node.name!r}: cast_to TO_STRING is not supported")
         if cast_to not in _CAST_TO:
             raise ctx.fail(f"cast_to must be TO_FLOAT, TO_STRING or TO_INT64, not {cast_to!r}")
         map_input(ctx, (dt.INT64,), (dt.FLOAT,))
@@ -31,11 +30,14 @@ class CastMap(OpDef):
 
     def lower(self, node, k):
         x, y = k.input(0), k.out
-        to_int = y.dtype is dt.INT64
-        kernel = k.kernel("c/cast_map.c.j2", X=x.name, Y=y.name, ctype=y.ctype,
-                          cast="onnxc_sat_double_to_int64((double)values[i])" if to_int else "values[i]",
-                          sparse=node.attrs["map_form"] == "SPARSE", width=cexpr.lit(y.dims[1]),
-                          helpers=("c/helpers/sat_double_to_int.c.j2",) if to_int else ())
+        cast, helpers = "values[i]", ()
+        if y.dtype is dt.INT64:
+            cast, helpers = "onnxc_sat_double_to_int64((double)values[i])", ("c/helpers/sat_double_to_int.c.j2",)
+        elif y.dtype is dt.STRING:
+            cast, helpers = "onnxc_fixed_to_str(ctx, (double)values[i])", ("c/helpers/strings.c.j2",
+                                                                          "c/helpers/string_cast.c.j2")
+        kernel = k.kernel("c/cast_map.c.j2", X=x.name, Y=y.name, ctype=y.ctype, cast=cast, zero=_SPARSE_ZERO[y.dtype],
+                          sparse=node.attrs["map_form"] == "SPARSE", width=cexpr.lit(y.dims[1]), helpers=helpers)
         if k.data_dims:
             kernel.shape_template = "c/cast_map_shape.c.j2"
             kernel.shape_data = {"X": x.name}
