@@ -621,7 +621,7 @@ def _map_feed(spec: NodeArg, info: dict, value: Any) -> tuple[np.ndarray, np.nda
             values = np.array(items, dtype=object)
         else:
             if any(isinstance(v, (str, bytes)) or np.ndim(v) != 0 for v in items):
-                raise TypeError(f"the values must be numbers")
+                raise TypeError("the values must be numbers")
             values = np.array(items, dtype=value_type.np)
         key_array = np.array(keys, dtype=object if string_keys else np.int64)
     except (OverflowError, TypeError, ValueError) as e:
