@@ -147,6 +147,8 @@ class CEmitter:
         helpers = list(unit.helpers)
         if unit.uses_sequences:
             helpers.insert(0, "c/helpers/sequence.c.j2")
+        if any(v.kind == "map" for v in g.inputs):
+            helpers.insert(0, "c/helpers/map.c.j2")
         if used_types & set(dt.MINIFLOATS):
             helpers.insert(0, "c/helpers/minifloat.c.j2")
         helper_data = self._helper_data(used_types)
@@ -348,6 +350,8 @@ class CEmitter:
             keys = v.producer.impl.keys(v.producer)
             return {"name": name, "dtype": v.dtype.name, "shape": [None, len(keys)], "kind": v.kind,
                     "keys": keys, "key_type": "string" if keys and isinstance(keys[0], str) else "int64"}
+        if v.kind == "map":
+            return {"name": name, "dtype": v.dtype.name, "key_dtype": v.key_dtype.name, "shape": None, "kind": "map"}
         if not v.is_tensor:  # containers: element dims are not fixed
             shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
             return {"name": name, "dtype": v.dtype.name, "shape": shape, "kind": v.kind}
@@ -453,7 +457,7 @@ class CEmitter:
     # --- nodes ----------------------------------------------------------------
     def _tensor_ref(self, name: str, v: Value) -> TensorRef:
         if not v.is_tensor:  # a container: its elements' dims live in it at run time
-            return TensorRef(name, v.dtype, v.shape, [], None, v.kind)
+            return TensorRef(name, v.dtype, v.shape, [], None, v.kind, v.key_dtype)
         return TensorRef(name, v.dtype, tuple(v.shape), [self.dim(d) for d in v.shape], v.const)
 
     def _require_value_dims(self, v: Value) -> None:
@@ -859,6 +863,8 @@ def _levels(g: Graph) -> dict[int, int]:
 
 
 def _ctype(v: Value) -> str:
+    if v.kind == "map":
+        return "onnxc_map"
     return v.dtype.c_type if v.is_tensor else "onnxc_seq"
 
 

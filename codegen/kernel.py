@@ -18,6 +18,9 @@ from . import cexpr
 from .cexpr import CExpr
 
 
+_CONTAINER_CTYPE = {"map": "onnxc_map"}
+
+
 @dataclass
 class TensorRef:
     """A node's input or output as the kernel sees it: a C name, types and dims."""
@@ -26,7 +29,8 @@ class TensorRef:
     shape: tuple               # IR dims
     dims: list[CExpr]          # C expressions (ints stay ints)
     value: Optional[np.ndarray] = None  # known constant value, if any
-    kind: str = "tensor"       # or a container: "sequence", "optional", "optional_sequence"
+    kind: str = "tensor"       # or a container: "sequence", "optional", "optional_sequence", "map"
+    key_dtype: Optional[dt.DType] = None   # a map's keys
 
     @property
     def rank(self) -> int:
@@ -34,7 +38,7 @@ class TensorRef:
 
     @property
     def ctype(self) -> str:
-        return self.dtype.c_type if self.kind == "tensor" else "onnxc_seq"
+        return self.dtype.c_type if self.kind == "tensor" else _CONTAINER_CTYPE.get(self.kind, "onnxc_seq")
 
     @property
     def compute(self) -> str:
@@ -63,6 +67,7 @@ class TensorRef:
         """Plain template data."""
         if self.kind != "tensor":
             return {"name": self.name, "ctype": self.ctype, "kind": self.kind, "elem_ctype": self.dtype.c_type,
+                    "key_ctype": self.key_dtype.c_type if self.key_dtype is not None else None,
                     "itemsize": self.dtype.itemsize, "elem_rank": len(self.shape) if self.shape is not None else -1,
                     "rank": 0, "dims": [], "numel": "0", "strides": []}
         return {"name": self.name, "ctype": self.ctype, "kind": self.kind, "compute": self.compute, "rank": self.rank,

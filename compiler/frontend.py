@@ -241,6 +241,23 @@ def _value_type(tp: onnx.TypeProto, graph: Graph, name: str, where: str) -> tupl
     raise UnsupportedError(f"{where} {name!r}: {which or 'untyped'} values are not supported")
 
 
+MAP_KEYS = (dt.STRING, dt.INT64)
+MAP_VALUES = (dt.FLOAT, dt.DOUBLE, dt.INT64, dt.STRING)
+
+
+def _map_type(mt: onnx.TypeProto.Map, name: str) -> tuple[dt.DType, dt.DType]:
+    """(key type, value type) of a graph input map(K, tensor(V)): the ai.onnx.ml operators'
+    maps, string or int64 keys to scalars."""
+    value = mt.value_type
+    if value.WhichOneof("value") != "tensor_type":
+        raise UnsupportedError(f"input {name!r}: map values must be tensors, not {value.WhichOneof('value')}")
+    key, elem = dt.from_onnx(mt.key_type), dt.from_onnx(value.tensor_type.elem_type)
+    if key not in MAP_KEYS or elem not in MAP_VALUES:
+        raise UnsupportedError(f"input {name!r}: map({key.type_string[7:-1]},{elem.type_string}) is not supported: "
+                               "keys must be string or int64, values float, double, int64 or string")
+    return key, elem
+
+
 def _element_type(tt, graph: Graph, name: str) -> tuple[dt.DType, Optional[tuple]]:
     dtype = dt.from_onnx(tt.elem_type)
     if not tt.HasField("shape"):
@@ -270,9 +287,14 @@ def build_graph(model: onnx.ModelProto) -> Graph:
     for vi in g.input:
         if vi.name in by_name:
             continue  # an initializer listed as input (IR < 4 style): treated as constant
-        kind, dtype, shape = _value_type(vi.type, graph, vi.name, "input")
-        v = graph.new_value(vi.name, dtype, shape)
-        v.kind = kind
+        if vi.type.WhichOneof("value") == "map_type":
+            v = graph.new_value(vi.name, None, None)
+            v.kind = "map"
+            v.key_dtype, v.dtype = _map_type(vi.type.map_type, vi.name)
+        else:
+            kind, dtype, shape = _value_type(vi.type, graph, vi.name, "input")
+            v = graph.new_value(vi.name, dtype, shape)
+            v.kind = kind
         graph.inputs.append(v)
         by_name[vi.name] = v
 
@@ -425,6 +447,10 @@ def input_info(model: onnx.ModelProto) -> list[dict]:
     graph = build_graph(model)
     out = []
     for v in graph.inputs:
+        if v.kind == "map":
+            out.append({"name": v.name, "dtype": v.dtype.name, "key_dtype": v.key_dtype.name, "shape": None,
+                        "kind": "map"})
+            continue
         if v.kind != "tensor":
             shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
             out.append({"name": v.name, "dtype": v.dtype.name, "shape": shape, "kind": v.kind})

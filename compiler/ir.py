@@ -32,8 +32,10 @@ class Value:
     sym_value: Optional[tuple] = None
     # "tensor", or a container: "sequence" (of tensors of ``dtype``; ``shape`` then describes
     # the elements), "optional" (a tensor or nothing), "optional_sequence"; or "map_sequence":
-    # ZipMap's sequence of maps, stored as its [N, C] values (the keys are ZipMap's labels).
+    # ZipMap's sequence of maps, stored as its [N, C] values (the keys are ZipMap's labels); or
+    # "map": a graph input map(key_dtype, dtype), parallel key and value arrays at run time.
     kind: str = "tensor"
+    key_dtype: Optional[dt.DType] = None
 
     @property
     def is_tensor(self) -> bool:
@@ -56,6 +58,8 @@ class Value:
     def type_str(self) -> str:
         dims = ",".join(str(d) for d in self.shape) if self.shape is not None else "?"
         text = f"{self.dtype}[{dims}]"
+        if self.kind == "map":
+            return f"map<{self.key_dtype},{self.dtype}>"
         return text if self.kind == "tensor" else f"{self.kind}<{text}>"
 
 

@@ -163,6 +163,11 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
     if options.input_shapes or options.input_values:
         model = frontend.specialise_inputs(model, options.input_shapes, options.input_values)
     graph = frontend.build_graph(model)
+    maps = [v.name for v in graph.inputs if v.kind == "map"]
+    if maps and options.target in ("c", "cuda"):
+        # (a package's caller and the CUDA runtime exchange tensors only; maps are built from Python dicts)
+        raise UnsupportedError(f"--target {options.target}: map inputs {maps} are only supported by the host "
+                               "runtime's InferenceSession")
     if options.outputs:
         keep = [i for i, name in enumerate(graph.output_names) if name in options.outputs]
         graph.outputs = [graph.outputs[i] for i in keep]

@@ -53,6 +53,11 @@ typedef struct {{
     int32_t *ranks;
     int64_t *dims;
 }} onnxc_seq;
+typedef struct {{
+    int64_t count;
+    const void *keys;
+    const void *values;
+}} onnxc_map;
 """
 
 
@@ -315,6 +320,21 @@ class CompiledModel:
         seq.data, seq.dims = data, dims
         return seq
 
+    def _map(self, entries: tuple[np.ndarray, np.ndarray], keep: list) -> Any:
+        """A checked map feed (keys ascending, values: two arrays) as a read-only ``onnxc_map``."""
+        ffi = self.ffi
+        out = ffi.new("onnxc_map *")
+        keep.append(out)
+        out.count = len(entries[0])
+        for field, array in zip(("keys", "values"), entries):
+            if array.dtype == object:
+                ptrs = self._strings_in(array, keep)
+            else:
+                ptrs = ffi.from_buffer(array) if array.nbytes else _EMPTY
+                keep.append(ptrs)
+            setattr(out, field, ptrs)
+        return out
+
     def _from_sequence(self, ptr: Any, kind: str, dtype: dt.DType) -> Any:
         """Copies a sequence or optional output out of the model's memory, then frees it."""
         ffi = self.ffi
@@ -488,6 +508,9 @@ class CompiledModel:
                         keep.append(on_device)
                     on_device[i] = 1
                     in_ptrs[i] = ffi.cast("void *", a.ptr)
+                    continue
+                if kind == "map":
+                    in_ptrs[i] = self._map(a, keep)
                     continue
                 if kind != "tensor":
                     in_ptrs[i] = self._sequence(a, kind, self._in_dtypes[i], keep)

@@ -497,6 +497,9 @@ class InferenceSession:
         for spec, info in zip(self._inputs, self._model.inputs):
             value = feed.get(spec.name)
             expected = dt.by_name(info["dtype"])
+            if info.get("kind") == "map":
+                arrays.append(_map_feed(spec, info, value))
+                continue
             if info.get("kind", "tensor") != "tensor":
                 arrays.append(_container_feed(spec, info, value, expected))
                 continue
@@ -574,6 +577,8 @@ def _node_arg(info: dict) -> NodeArg:
     kind = info.get("kind", "tensor")
     if kind == "map_sequence":
         return NodeArg(info["name"], f"seq(map({info['key_type']},tensor(float)))", [])
+    if kind == "map":
+        return NodeArg(info["name"], f"map({dt.by_name(info['key_dtype']).name},{text})", [])
     if kind != "tensor":
         return NodeArg(info["name"], _KIND_TYPE[kind].format(text), None)
     shape = info.get("shown_shape", info["shape"])
@@ -591,6 +596,37 @@ def _array_feed(spec: NodeArg, value: Any, expected: dt.DType) -> np.ndarray:
         except (OverflowError, TypeError, ValueError) as e:
             raise InvalidArgument(f"input {spec.name!r}: the list is not a {expected.type_string} tensor ({e})") from None
     return np.asarray(value)
+
+
+def _map_feed(spec: NodeArg, info: dict, value: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A map input is a dict; it goes to the model as its keys (ascending) and values."""
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"input {spec.name!r} is {spec.type}: give a dict, not {type(value).__name__}")
+    if not value:
+        # (onnxruntime refuses an empty map too: its map operators cannot run on one)
+        raise InvalidArgument(f"input {spec.name!r}: the map is empty")
+    key_type, value_type = dt.by_name(info["key_dtype"]), dt.by_name(info["dtype"])
+    string_keys = key_type is dt.STRING
+    for key in value:
+        if isinstance(key, str) != string_keys or isinstance(key, bool) or \
+                not isinstance(key, (str, int, np.integer)):
+            raise InvalidArgument(f"input {spec.name!r} is {spec.type}: key {key!r} is a {type(key).__name__}, "
+                                  f"not {'a str' if string_keys else 'an int'}")
+    keys = sorted(value)
+    items = [value[key] for key in keys]
+    try:
+        if value_type is dt.STRING:
+            if not all(isinstance(v, str) for v in items):
+                raise TypeError("the values must be str")
+            values = np.array(items, dtype=object)
+        else:
+            if any(isinstance(v, (str, bytes)) or np.ndim(v) != 0 for v in items):
+                raise TypeError("the values must be numbers")
+            values = np.array(items, dtype=value_type.np)
+        key_array = np.array(keys, dtype=object if string_keys else np.int64)
+    except (OverflowError, TypeError, ValueError) as e:
+        raise InvalidArgument(f"input {spec.name!r} is {spec.type}: {e}") from None
+    return key_array, values
 
 
 def _container_feed(spec: NodeArg, info: dict, value: Any, expected: dt.DType) -> Any:

@@ -16,8 +16,6 @@ DOMAINS = {"": "ai.onnx", "ai.onnx": "ai.onnx", "ai.onnx.ml": "ai.onnx.ml"}
 
 NOT_YET_SUPPORTED: dict[tuple[str, str, int], str] = {
     ("ai.onnx", "ImageDecoder", 20): "decoding JPEG, PNG, BMP, TIFF, WebP... needs image codecs the generated C does not have",
-    ("ai.onnx.ml", "CastMap", 1): "its input is a map (map(int64, T)); onnxc has no map values",
-    ("ai.onnx.ml", "DictVectorizer", 1): "its input is a map (map(K, V)); onnxc has no map values",
 }
 
 
