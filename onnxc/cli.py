@@ -1,4 +1,4 @@
-"""The ``onnxc`` command line: compile, run, verify, bench, profile, info, ops."""
+"""The ``onnxc`` command line: compile, run, verify, bench, profile, info, ops, completion."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ._cli_completion import SHELLS
 from ._cli_data import (CliError, build_feed, compare, describe, ensure_dir, format_error, input_specs,
                         parse_dims, read_inputs, save_outputs, summary)
 
@@ -501,6 +502,12 @@ def _ops(args: argparse.Namespace) -> int:
 
 # --- the parser -----------------------------------------------------------------------------------------
 
+def _completion(args: argparse.Namespace) -> int:
+    from ._cli_completion import script
+    print(script(build_parser(), args.shell), end="")
+    return EXIT_OK
+
+
 def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join("  " + line for line in lines)
 
@@ -518,7 +525,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "onnxc bench model.onnx --runs 100",
                          "onnxc profile model.onnx --top 5",
                          "onnxc info model.onnx",
-                         "onnxc ops") + "\n\n" + EXIT_CODES)
+                         "onnxc ops",
+                         'eval "$(onnxc completion bash)"') + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"onnxc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     logs = argparse.ArgumentParser(add_help=False)
@@ -665,6 +673,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "(an open end: up to the newest opset).",
         epilog=_examples("onnxc ops", "onnxc ops | grep ::Resize"))
     p.set_defaults(func=_ops)
+
+    p = sub.add_parser(
+        "completion", formatter_class=fmt, help="print a shell completion script (bash, zsh)",
+        description="Print a script that completes onnxc's commands, options, option values and "
+                    "file names in bash or zsh. Load it in the shell's start-up file.",
+        epilog=_examples('eval "$(onnxc completion bash)"   # in ~/.bashrc',
+                         'eval "$(onnxc completion zsh)"    # in ~/.zshrc, after compinit',
+                         "onnxc completion bash > /etc/bash_completion.d/onnxc"))
+    p.add_argument("shell", choices=SHELLS, help="the shell: bash or zsh")
+    p.set_defaults(func=_completion, verbose=0, log_level=None)
     return parser
 
 

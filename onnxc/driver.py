@@ -140,7 +140,7 @@ def generate_source(source: frontend.ModelSource, options: Optional[CompileOptio
         return _compile(source, None, options, command, descs)
 
 
-def _compile(source, output_dir, options: CompileOptions, command: Optional[str], descs: list) -> Any:
+def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list) -> Any:
     if options.target not in ("native", "c", "cuda"):
         raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
     if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile):
@@ -192,7 +192,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
                     and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded)
     emitter = CudaEmitter if cuda else CEmitter
-    extra = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
+    extra: dict[str, Any] = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
     emitted = emitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
                                           version=__version__, profile=options.profile,
                                           memory=options.memory, threads=options.threads,
@@ -240,7 +240,7 @@ def _compile(source, output_dir, options: CompileOptions, command: Optional[str]
     return manifest
 
 
-def _write_specialising(model, output_dir: str, options: CompileOptions, reason: str) -> dict[str, Any]:
+def _write_specialising(model: Any, output_dir: str, options: CompileOptions, reason: str) -> dict[str, Any]:
     """The artifact of a model some of whose ranks are known only at run time: the model itself,
     which the runtime compiles once per input signature (runtime/specialise.py)."""
     os.makedirs(output_dir, exist_ok=True)

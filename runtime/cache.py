@@ -280,7 +280,7 @@ def _sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
-def get_or_build(key: str, build: Callable[[str], None], root: Optional[str] = None) -> str:
+def get_or_build(key: str, build: Callable[[str], object], root: Optional[str] = None) -> str:
     """The artifact folder for ``key``, calling ``build(tmp_folder)`` if it is missing or damaged."""
     root = root or cache_root()
     final = os.path.join(root, key)

@@ -5,7 +5,7 @@ import enum
 import os
 import threading
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -104,10 +104,10 @@ class SessionOptions:
                  "_custom_libraries")
 
     def __init__(self) -> None:
-        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.graph_optimization_level: GraphOptimizationLevel | int = GraphOptimizationLevel.ORT_ENABLE_ALL
         self.intra_op_num_threads = 0
         self.inter_op_num_threads = 0
-        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.execution_mode: ExecutionMode | int = ExecutionMode.ORT_SEQUENTIAL
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.logid = ""
@@ -118,7 +118,7 @@ class SessionOptions:
         self.enable_mem_reuse = True
         self.enable_cpu_mem_arena = True
         self.use_deterministic_compute = False
-        self.execution_order = ExecutionOrder.DEFAULT
+        self.execution_order: ExecutionOrder | int = ExecutionOrder.DEFAULT
         self._config: dict[str, str] = {}
         self._dim_overrides: dict[tuple[str, str], int] = {}
         self._initializers: dict[str, Any] = {}
@@ -212,14 +212,14 @@ class RunOptions:
             for stop in self._active:
                 stop(1 if value else 0)
 
-    def _attach(self, stop) -> None:
+    def _attach(self, stop: Callable[[int], object]) -> None:
         """A run with these options started: ``stop(flag)`` reaches it."""
         with self._lock:
             self._active.add(stop)
             if self._terminate:
                 stop(1)
 
-    def _detach(self, stop) -> None:
+    def _detach(self, stop: Callable[[int], object]) -> None:
         with self._lock:
             self._active.discard(stop)
 

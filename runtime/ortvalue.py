@@ -113,7 +113,7 @@ def _from_pointer(buffer_ptr: int, element_type: Any, shape: Sequence[int]) -> n
     dtype = _numpy_type(element_type)
     count = int(np.prod(shape, dtype=np.int64))
     raw = (ctypes.c_byte * (count * dtype.itemsize)).from_address(int(buffer_ptr))
-    return np.frombuffer(raw, dtype=dtype, count=count).reshape(tuple(shape))
+    return np.frombuffer(memoryview(raw), dtype=dtype, count=count).reshape(tuple(shape))
 
 
 class IOBinding:

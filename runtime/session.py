@@ -54,7 +54,7 @@ def get_all_providers() -> list[str]:
 class NodeArg:
     name: str
     type: str
-    shape: list
+    shape: Optional[list[Any]]   # None where onnxruntime has none (sequences, optionals)
 
     def __repr__(self) -> str:
         return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
@@ -117,7 +117,7 @@ class InferenceSession:
         self._providers, self._cuda = self._resolve_providers(providers, provider_options)
         self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
         self._source = path_or_bytes
-        self._pruned: dict[tuple[str, ...], CompiledModel] = {}
+        self._pruned: dict[tuple[str, ...], CompiledModel | SpecialisingModel] = {}
         self._load()
         folder = self._folder
         if self._sess_options.optimized_model_filepath:
@@ -136,8 +136,11 @@ class InferenceSession:
         self._profiler: Optional[Profiler] = None
         # Inputs as (name, numpy dtype, shape) when the model takes plain tensors of static
         # shapes: then run() checks a feed in one pass (see _fast_feed).
-        self._fast_inputs = None
-        if self._model.plain and all(all(isinstance(d, int) for d in i["shape"]) for i in self._model.inputs):
+        self._fast_inputs: Optional[list[tuple[str, np.dtype, tuple[int, ...]]]] = None
+        self._fast_model: Optional[CompiledModel] = None
+        if isinstance(self._model, CompiledModel) and self._model.plain \
+                and all(all(isinstance(d, int) for d in i["shape"]) for i in self._model.inputs):
+            self._fast_model = self._model
             self._fast_inputs = [(i["name"], dt.by_name(i["dtype"]).np, tuple(i["shape"])) for i in self._model.inputs]
         if self._sess_options.enable_profiling:
             if "profile_nodes" not in m:
@@ -353,12 +356,12 @@ class InferenceSession:
     # --- running ----------------------------------------------------------------------
     def run(self, output_names: Optional[Sequence[str]], input_feed: dict[str, Any],
             run_options: Optional[RunOptions] = None) -> list[np.ndarray]:
-        if run_options is None and self._fast_inputs is not None and self._profiler is None \
+        if run_options is None and self._fast_model is not None and self._profiler is None \
                 and not self._log.isEnabledFor(logging.DEBUG) \
                 and (not output_names or all(n in self._output_index for n in output_names)):
             arrays = self._fast_feed(input_feed)
             if arrays is not None:
-                results = self._model.run_plain(arrays)
+                results = self._fast_model.run_plain(arrays)
                 return [results[self._output_index[n]] for n in output_names] if output_names else results
         arrays = self._check_feed(input_feed)
         if output_names:
@@ -413,7 +416,7 @@ class InferenceSession:
         for name in list(output_names) + list(buffers):
             if name not in self._output_index:
                 raise InvalidArgument(f"Invalid output name: {name}")
-        out_buffers = [None] * len(self._outputs)
+        out_buffers: list[Any] = [None] * len(self._outputs)
         if self._cuda is None:   # a CPU session: device outputs are computed on the host, then copied
             buffers = {n: b for n, b in buffers.items() if b is not ON_DEVICE}
         for name, b in buffers.items():
@@ -473,17 +476,19 @@ class InferenceSession:
     def _fast_feed(self, feed: dict[str, Any]) -> Optional[list[np.ndarray]]:
         """The feed's arrays when every input is exactly what the model takes (dtype, shape,
         contiguous): the common case needs no further checks. None: take the checked path."""
-        if type(feed) is not dict or len(feed) != len(self._fast_inputs):
+        fast_inputs = self._fast_inputs or []
+        if type(feed) is not dict or len(feed) != len(fast_inputs):
             return None
         arrays = []
-        for name, dtype, shape in self._fast_inputs:
+        for name, dtype, shape in fast_inputs:
             a = feed.get(name)
             if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
                 return None
             arrays.append(a)
         return arrays
 
-    def _check_feed(self, feed: dict[str, Any]) -> list[np.ndarray]:
+    def _check_feed(self, feed: dict[str, Any]) -> list[Any]:
+        """The feed as the model's input list: host arrays, device arrays and containers."""
         if not isinstance(feed, dict):
             raise InvalidArgument("input_feed must be a dict of input name to numpy array")
         for name in feed:
@@ -492,7 +497,7 @@ class InferenceSession:
         missing = [i.name for i in self._inputs if i.name not in feed and not i.type.startswith("optional")]
         if missing:
             raise InvalidArgument(f"Required inputs ({missing}) are missing from input feed ({list(feed)}).")
-        arrays: list[np.ndarray] = []
+        arrays: list[Any] = []
         bound: dict[str, tuple[int, str, int]] = {}
         for spec, info in zip(self._inputs, self._model.inputs):
             value = feed.get(spec.name)
@@ -506,7 +511,7 @@ class InferenceSession:
             if isinstance(value, DeviceArray) and self._cuda is None:
                 value = value.numpy()   # a CPU session reads a host copy
             array = value if isinstance(value, (np.ndarray, DeviceArray)) else _array_feed(spec, value, expected)
-            if expected is dt.STRING and array.dtype.kind in "USO":
+            if expected is dt.STRING and isinstance(array, np.ndarray) and array.dtype.kind in "USO":
                 array = array.astype(object)
             if isinstance(array, np.ndarray) and array.dtype != expected.np \
                     and array.dtype.newbyteorder("=") == expected.np:

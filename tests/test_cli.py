@@ -79,7 +79,7 @@ def test_top_level_help_documents_commands_and_exit_codes(capsys):
         assert status in out
 
 
-@pytest.mark.parametrize("command", ["compile", "run", "verify", "bench", "info", "ops"])
+@pytest.mark.parametrize("command", ["compile", "run", "verify", "bench", "info", "ops", "completion"])
 def test_every_command_has_help_with_examples(capsys, command):
     code, out, _ = _main(capsys, command, "--help")
     assert code == 0
