@@ -56,7 +56,7 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
     except Exception as e:  # unreadable external data
         raise ModelError(f"cannot load the model: {e}") from e
     try:
-        onnx.checker.check_model(model)
+        onnx.checker.check_model(_as_checker_sees_it(model))
     except Exception as e:
         # Ops the standard later deprecated (GroupNormalization-18 ...) are still valid in the
         # opsets they were written for; onnxruntime runs them, so do we.
@@ -69,6 +69,25 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
         except Exception as e:
             raise ModelError(f"the model's functions cannot be inlined: {e}") from e
     return model
+
+
+# Ops onnxruntime registers in the ai.onnx domain although ONNX has no such op; its optimizer
+# writes them (for T5 and Llama models).
+ONNXRUNTIME_AI_ONNX_OPS = frozenset({"SimplifiedLayerNormalization"})
+
+
+def _as_checker_sees_it(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model``, with onnxruntime's own ai.onnx ops in the main graph moved to a domain of
+    their own so that onnx's checker, which does not know them, treats them as custom ops."""
+    if not any(n.op_type in ONNXRUNTIME_AI_ONNX_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node):
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for n in copy.graph.node:
+        if n.op_type in ONNXRUNTIME_AI_ONNX_OPS and n.domain in ("", "ai.onnx"):
+            n.domain = "onnxruntime.ai_onnx"
+    copy.opset_import.append(onnx.helper.make_opsetid("onnxruntime.ai_onnx", 1))
+    return copy
 
 
 def _check_external_data(model: onnx.ModelProto, folder: Optional[str]) -> None:

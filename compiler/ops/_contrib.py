@@ -84,3 +84,22 @@ class Composite(OpDef):
         e = Expansion(node)
         self.expand(node, e)
         return e.result()
+
+
+def rms_inv_std(e: Expansion, x: Value, like: Value, axis: int, epsilon: float,
+                outputs: Optional[list[Value]] = None) -> Value:
+    """1 / sqrt(mean(x^2) + epsilon) over the axes from ``axis`` on, those axes kept as 1s;
+    ``like`` is a typed value of x's type and rank (x may be a value the expansion makes)."""
+    rank = len(like.shape)
+    axes = e.const(np.arange(axis % rank, rank, dtype=np.int64))
+    mean_square = e.op("ReduceMean", [e.op("Mul", [x, x]), axes], keepdims=1)
+    std = e.op("Sqrt", [e.op("Add", [mean_square, e.const(np.array(epsilon, like.dtype.np))])])
+    return e.op("Reciprocal", [std], outputs)
+
+
+def skip_sum(e: Expansion, node: Node, bias: int, outputs: Optional[list[Value]] = None) -> Value:
+    """input + skip + bias (input ``bias`` of the node, optional), added in that order."""
+    total = e.op("Add", node.inputs[:2], outputs if node.input(bias) is None else None)
+    if node.input(bias) is not None:
+        total = e.op("Add", [total, node.inputs[bias]], outputs)
+    return total

@@ -72,3 +72,68 @@ def test_unknown_attribute_is_refused():
     model = ms_model("FastGelu", [("X", F, (2, 3))], [("Y", F, (2, 3))], approximate="tanh")
     with pytest.raises(Exception, match="unknown attribute 'approximate'"):
         run_onnxc(model, {"X": np.zeros((2, 3), np.float32)})
+
+
+# --- skip / simplified layer normalizations ------------------------------------------------------
+
+def _skip_norm_case(op, shape, skip_shape, beta, bias, outputs, epsilon):
+    rng = np.random.default_rng(5)
+    hidden = shape[-1]
+    inputs = [("input", F, shape), ("skip", F, skip_shape), ("gamma", F, (hidden,))]
+    feeds = {"input": rand(rng, *shape), "skip": rand(rng, *skip_shape), "gamma": rand(rng, hidden)}
+    if op == "SkipLayerNormalization":
+        inputs.append(("beta", F, (hidden,)) if beta else ("", F, ()))
+        if beta:
+            feeds["beta"] = rand(rng, hidden)
+    if bias:
+        inputs.append(("bias", F, (hidden,)))
+        feeds["bias"] = rand(rng, hidden)
+    while not inputs[-1][0]:
+        inputs.pop()
+    stats = shape[:-1] + (1,)
+    out_shapes = {"output": shape, "mean": stats, "inv_std_var": stats, "input_skip_bias_sum": shape}
+    outs = [(name, F, out_shapes[name]) if name else ("", F, ()) for name in outputs]
+    attrs = {} if epsilon is None else {"epsilon": epsilon}
+    node = helper.make_node(op, [n for n, _, _ in inputs], [n for n, _, _ in outs], domain=MS, **attrs)
+    model = make_model([node], [i for i in inputs if i[0]], [o for o in outs if o[0]], opset=17,
+                       extra_opsets={MS: 1})
+    return model, feeds
+
+
+ALL_OUTPUTS = ["output", "mean", "inv_std_var", "input_skip_bias_sum"]
+
+
+@pytest.mark.parametrize("shape,skip_shape", [((2, 5, 16), (2, 5, 16)), ((2, 5, 16), (5, 16)),
+                                              ((2, 5, 16), (1, 5, 16)), ((6, 32), (6, 32))])
+@pytest.mark.parametrize("beta,bias", [(False, False), (True, False), (True, True), (False, True)])
+def test_skip_layer_normalization(shape, skip_shape, beta, bias):
+    model, feeds = _skip_norm_case("SkipLayerNormalization", shape, skip_shape, beta, bias, ALL_OUTPUTS, None)
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("outputs", [["output"], ["output", "", "", "input_skip_bias_sum"],
+                                     ["output", "", "inv_std_var"]])
+@pytest.mark.parametrize("epsilon", [None, 1e-3])
+def test_skip_layer_normalization_outputs(outputs, epsilon):
+    model, feeds = _skip_norm_case("SkipLayerNormalization", (3, 4, 8), (3, 4, 8), True, True, outputs, epsilon)
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("shape,skip_shape", [((2, 5, 16), (2, 5, 16)), ((2, 5, 16), (5, 16)), ((6, 32), (6, 32))])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("outputs", [ALL_OUTPUTS, ["output"], ["output", "", "", "input_skip_bias_sum"]])
+def test_skip_simplified_layer_normalization(shape, skip_shape, bias, outputs):
+    model, feeds = _skip_norm_case("SkipSimplifiedLayerNormalization", shape, skip_shape, False, bias, outputs, 1e-5)
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 5, 16), -1), ((2, 5, 16), 1), ((4, 8), -1)])
+@pytest.mark.parametrize("inv_std", [False, True])
+def test_simplified_layer_normalization(shape, axis, inv_std):
+    rng = np.random.default_rng(6)
+    scale_shape = shape[axis:]
+    stats = shape[:axis % len(shape)] + (1,) * (len(shape) - axis % len(shape))
+    outputs = [("Y", F, shape)] + ([("inv_std_var", F, stats)] if inv_std else [])
+    model = ms_model("SimplifiedLayerNormalization", [("X", F, shape), ("scale", F, scale_shape)], outputs,
+                     domain="", axis=axis, epsilon=1e-4)
+    assert_matches_ort(model, {"X": rand(rng, *shape), "scale": rand(rng, *scale_shape)})
