@@ -31,6 +31,10 @@ def attributes(node: Node, defaults: dict[str, Any]) -> dict[str, Any]:
     return {n: v for n, v in defaults.items() if v is not None} | dict(node.attrs)
 
 
+def invalid(node: Node, what: str) -> ModelError:
+    return ModelError(f"{node.label}: {what}")
+
+
 def refuse(node: Node, what: str) -> UnsupportedError:
     return UnsupportedError(f"{node.label}: {what} is not supported")
 

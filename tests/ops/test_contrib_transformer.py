@@ -137,3 +137,102 @@ def test_simplified_layer_normalization(shape, axis, inv_std):
     model = ms_model("SimplifiedLayerNormalization", [("X", F, shape), ("scale", F, scale_shape)], outputs,
                      domain="", axis=axis, epsilon=1e-4)
     assert_matches_ort(model, {"X": rand(rng, *shape), "scale": rand(rng, *scale_shape)})
+
+
+@pytest.mark.parametrize("shape,bias_shape,axis,inner", [((2, 4, 5, 5), (2, 1, 5, 5), 3, 0),
+                                                        ((2, 4, 5, 5), (1, 4, 5, 5), 3, 1),
+                                                        ((3, 6, 7), (3, 6, 7), 1, 0)])
+def test_bias_softmax(shape, bias_shape, axis, inner):
+    """onnxruntime computes BiasSoftmax on GPUs only: numpy gives the expected values (Softmax-11:
+    the axes from ``axis`` on are one)."""
+    rng = np.random.default_rng(7)
+    data, bias = rand(rng, *shape, scale=3), rand(rng, *bias_shape, scale=3)
+    model = ms_model("BiasSoftmax", [("data", F, shape), ("bias", F, bias_shape)], [("output", F, shape)],
+                     axis=axis, is_inner_broadcast=inner)
+    y, = run_onnxc(model, {"data": data, "bias": bias})
+    rows = (data + bias).reshape(int(np.prod(shape[:axis])), -1).astype(np.float64)
+    want = np.exp(rows - rows.max(1, keepdims=True))
+    np.testing.assert_allclose(y, (want / want.sum(1, keepdims=True)).reshape(shape), rtol=1e-5, atol=1e-6)
+
+
+# --- FusedMatMul, FusedGemm, FusedConv -----------------------------------------------------------
+
+@pytest.mark.parametrize("a_shape,b_shape,attrs", [
+    ((3, 4), (4, 5), {}),
+    ((4, 3), (4, 5), {"transA": 1, "alpha": 0.5}),
+    ((2, 3, 4), (5, 4), {"transB": 1, "alpha": -2.0}),
+    ((2, 4, 3), (2, 5, 4), {"transA": 1, "transB": 1}),
+    ((3, 2, 4), (2, 4, 5), {"transBatchA": 1}),
+    ((3, 2, 4), (2, 5, 4), {"transBatchA": 1, "transB": 1, "alpha": 0.25}),
+    ((2, 3, 4), (4, 2, 5), {"transBatchB": 1}),
+    ((6, 2, 3, 4), (2, 3, 5, 6), {"transBatchA": 1, "transA": 1, "transB": 1}),
+])
+def test_fused_mat_mul(a_shape, b_shape, attrs):
+    rng = np.random.default_rng(8)
+    a, b = rand(rng, *a_shape), rand(rng, *b_shape)
+    y_shape = (_moved(a, attrs.get("transBatchA"), attrs.get("transA")) @
+               _moved(b, attrs.get("transBatchB"), attrs.get("transB"))).shape
+    model = ms_model("FusedMatMul", [("A", F, a_shape), ("B", F, b_shape)], [("Y", F, y_shape)], **attrs)
+    assert_matches_ort(model, {"A": a, "B": b})
+
+
+def _moved(x, batch, trans):
+    if batch:
+        x = np.moveaxis(x, 0, -2)
+    return np.swapaxes(x, -1, -2) if trans else x
+
+
+@pytest.mark.parametrize("activation,params", [("Relu", {}), ("Tanh", {}), ("Sigmoid", {}),
+                                               ("LeakyRelu", {"activation_alpha": 0.2}),
+                                               ("HardSigmoid", {"activation_alpha": 0.3, "activation_beta": 0.4}),
+                                               ("Elu", {"activation_alpha": 0.7})])
+@pytest.mark.parametrize("gemm", [{}, {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}])
+def test_fused_gemm(activation, params, gemm):
+    rng = np.random.default_rng(9)
+    a_shape = (4, 3) if gemm.get("transA") else (3, 4)
+    b_shape = (5, 4) if gemm.get("transB") else (4, 5)
+    model = ms_model("FusedGemm", [("A", F, a_shape), ("B", F, b_shape), ("C", F, (5,))], [("Y", F, (3, 5))],
+                     activation=activation, **params, **gemm)
+    assert_matches_ort(model, {"A": rand(rng, *a_shape), "B": rand(rng, *b_shape), "C": rand(rng, 5)})
+
+
+@pytest.mark.parametrize("activation,params", [("", ()), ("Relu", ()), ("LeakyRelu", (0.1,)), ("Clip", (-0.5, 0.5)),
+                                               ("HardSigmoid", (0.3, 0.6)), ("Sigmoid", ()), ("Tanh", ())])
+@pytest.mark.parametrize("bias,residual", [(True, False), (True, True), (False, True)])
+def test_fused_conv(activation, params, bias, residual):
+    rng = np.random.default_rng(10)
+    inputs = [("X", F, (2, 3, 7, 7)), ("W", F, (4, 3, 3, 3)), ("B", F, (4,)) if bias else ("", F, ())]
+    feeds = {"X": rand(rng, 2, 3, 7, 7), "W": rand(rng, 4, 3, 3, 3)} | ({"B": rand(rng, 4)} if bias else {})
+    if residual:
+        inputs.append(("Z", F, (2, 4, 3, 3)))
+        feeds["Z"] = rand(rng, 2, 4, 3, 3)
+    attrs = {"activation": activation} if activation else {}
+    if params:
+        attrs["activation_params"] = list(params)
+    model = ms_model("FusedConv", inputs, [("Y", F, (2, 4, 3, 3))], pads=[1, 1, 0, 0], strides=[2, 2],
+                     kernel_shape=[3, 3], **attrs)
+    model.graph.ClearField("input")
+    model.graph.input.extend([helper.make_tensor_value_info(n, t, s) for n, t, s in inputs if n])
+    assert_matches_ort(model, feeds)
+
+
+# --- Trilu, GridSample ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("k", [None, -1, 2])
+def test_trilu(upper, k):
+    rng = np.random.default_rng(11)
+    inputs = [("X", F, (2, 4, 5))] + ([("k", T.INT64, ())] if k is not None else [])
+    feeds = {"X": rand(rng, 2, 4, 5)} | ({"k": np.array(k, np.int64)} if k is not None else {})
+    assert_matches_ort(ms_model("Trilu", inputs, [("Y", F, (2, 4, 5))], upper=upper), feeds)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample(mode, padding_mode, align_corners):
+    rng = np.random.default_rng(12)
+    x, grid = rand(rng, 2, 3, 5, 6), rng.uniform(-1.2, 1.2, (2, 4, 3, 2)).astype(np.float32)
+    model = ms_model("GridSample", [("X", F, (2, 3, 5, 6)), ("Grid", F, (2, 4, 3, 2))], [("Y", F, (2, 3, 4, 3))],
+                     mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    assert_matches_ort(model, {"X": x, "Grid": grid})
