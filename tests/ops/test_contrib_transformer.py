@@ -236,3 +236,19 @@ def test_grid_sample(mode, padding_mode, align_corners):
     model = ms_model("GridSample", [("X", F, (2, 3, 5, 6)), ("Grid", F, (2, 4, 3, 2))], [("Y", F, (2, 3, 4, 3))],
                      mode=mode, padding_mode=padding_mode, align_corners=align_corners)
     assert_matches_ort(model, {"X": x, "Grid": grid})
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5, 5), (2, 2, 1, 1), (2, 7, 7)])
+def test_inverse(shape):
+    """Well-conditioned matrices (random plus a dominant diagonal) so that float32 results of two
+    elimination orders agree to 1e-4."""
+    rng = np.random.default_rng(13)
+    x = rand(rng, *shape) + 3 * np.eye(shape[-1], dtype=np.float32)
+    assert_matches_ort(ms_model("Inverse", [("X", F, shape)], [("Y", F, shape)]), {"X": x})
+
+
+def test_inverse_symbolic_batch():
+    rng = np.random.default_rng(14)
+    x = rand(rng, 3, 4, 4) + 3 * np.eye(4, dtype=np.float32)
+    y, = run_onnxc(ms_model("Inverse", [("X", F, ("b", 4, 4))], [("Y", F, ("b", 4, 4))]), {"X": x})
+    np.testing.assert_allclose(y @ x, np.broadcast_to(np.eye(4), x.shape), atol=1e-5)
