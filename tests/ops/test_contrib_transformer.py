@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
-from tests.helpers import assert_matches_ort, make_model, run_onnxc
+from tests.helpers import assert_matches_ort, make_model, run_onnxc, run_ort
 
 MS = "com.microsoft"
 F = T.FLOAT
@@ -252,3 +252,24 @@ def test_inverse_symbolic_batch():
     x = rand(rng, 3, 4, 4) + 3 * np.eye(4, dtype=np.float32)
     y, = run_onnxc(ms_model("Inverse", [("X", F, ("b", 4, 4))], [("Y", F, ("b", 4, 4))]), {"X": x})
     np.testing.assert_allclose(y @ x, np.broadcast_to(np.eye(4), x.shape), atol=1e-5)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("attrs", [{}, {"pads": [1, 1, 1, 1], "strides": [2, 1]},
+                                   {"group": 2, "dilations": [2, 2]}, {"auto_pad": "SAME_UPPER"}])
+def test_nhwc_conv(bias, attrs):
+    """onnxruntime computes NhwcConv on GPUs only: its Conv on the channels-first data gives the
+    expected values."""
+    rng = np.random.default_rng(15)
+    group = attrs.get("group", 1)
+    x, w, b = rand(rng, 2, 7, 6, 4), rand(rng, 6, 3, 3, 4 // group), rand(rng, 6)
+    conv = make_model([helper.make_node("Conv", ["X", "W"] + (["B"] if bias else []), ["Y"], **attrs)],
+                      [("X", F, (2, 4, 7, 6)), ("W", F, (6, 4 // group, 3, 3))] + ([("B", F, (6,))] if bias else []),
+                      [("Y", F, None)], opset=17)
+    feeds = {"X": x.transpose(0, 3, 1, 2), "W": w.transpose(0, 3, 1, 2)} | ({"B": b} if bias else {})
+
+    want = run_ort(conv, feeds)[0].transpose(0, 2, 3, 1)
+    inputs = [("X", F, x.shape), ("W", F, w.shape)] + ([("B", F, (6,))] if bias else [])
+    model = ms_model("NhwcConv", inputs, [("Y", F, want.shape)], kernel_shape=[3, 3], **attrs)
+    y, = run_onnxc(model, {"X": x, "W": w} | ({"B": b} if bias else {}))
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
