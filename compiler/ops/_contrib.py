@@ -46,9 +46,15 @@ class Expansion:
         self.node = node
         self.nodes: list[Node] = []
         self._base = node.outputs[0].name if node.outputs else node.name
+        self._count = 0
+
+    def new(self, tag: str) -> Value:
+        """A new value, to list among the outputs of a node."""
+        return self._value(tag)
 
     def _value(self, tag: str, const: Optional[np.ndarray] = None) -> Value:
-        v = Value(f"{self._base}__{tag}{len(self.nodes)}")
+        self._count += 1
+        v = Value(f"{self._base}__{tag}{self._count}")
         if const is not None:
             v.const = np.asarray(const, order="C")
             v.dtype, v.shape = dt.from_numpy(v.const.dtype), tuple(v.const.shape)

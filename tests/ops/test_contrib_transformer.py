@@ -273,3 +273,70 @@ def test_nhwc_conv(bias, attrs):
     model = ms_model("NhwcConv", inputs, [("Y", F, want.shape)], kernel_shape=[3, 3], **attrs)
     y, = run_onnxc(model, {"X": x, "W": w} | ({"B": b} if bias else {}))
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+
+
+# --- attention ------------------------------------------------------------------------------------
+
+def _attention_case(rng, batch, seq, hidden, heads, mask=None, past=0, bias=True, attention_bias=False,
+                    sizes=None, **attrs):
+    """com.microsoft Attention: its model and feeds; ``mask``: None, "end", "end_start", "2d", "3d"."""
+    sizes = sizes or (hidden,) * 3
+    total = past + seq
+    feeds = {"input": rand(rng, batch, seq, hidden), "weights": rand(rng, hidden, sum(sizes), scale=0.3)}
+    inputs = [("input", F, ("b", "s", hidden)), ("weights", F, (hidden, sum(sizes)))]
+    if bias:
+        feeds["bias"] = rand(rng, sum(sizes), scale=0.3)
+    inputs.append(("bias", F, (sum(sizes),)) if bias else ("", F, ()))
+    lengths = rng.integers(1, total + 1, batch)
+    if mask in ("end", "end_start"):
+        starts = np.minimum(rng.integers(0, 2, batch), lengths - 1)
+        value = lengths if mask == "end" else np.concatenate([lengths, starts])
+        feeds["mask_index"] = value.astype(np.int32)
+        inputs.append(("mask_index", T.INT32, (feeds["mask_index"].shape[0],)))
+    elif mask == "2d":
+        feeds["mask_index"] = (np.arange(total)[None, :] < lengths[:, None]).astype(np.int32)
+        inputs.append(("mask_index", T.INT32, ("b", "t")))
+    elif mask == "3d":
+        feeds["mask_index"] = (rng.random((batch, seq, total)) > 0.3).astype(np.int32)
+        feeds["mask_index"][:, :, 0] = 1
+        inputs.append(("mask_index", T.INT32, ("b", "s", "t")))
+    else:
+        inputs.append(("", F, ()))
+    if past:
+        feeds["past"] = rand(rng, 2, batch, heads, past, sizes[0] // heads)
+    inputs.append(("past", F, (2, "b", heads, "p", sizes[0] // heads)) if past else ("", F, ()))
+    if attention_bias:
+        feeds["attention_bias"] = rand(rng, 1, heads, seq, total)
+        inputs.append(("attention_bias", F, (1, heads, "s", "t")))
+    while not inputs[-1][0]:
+        inputs.pop()
+    outputs = [("output", F, ("b", "s", sizes[2]))]
+    if past:
+        outputs.append(("present", F, (2, "b", heads, "t", sizes[0] // heads)))
+    if sizes != (hidden,) * 3:
+        attrs["qkv_hidden_sizes"] = list(sizes)
+    node = helper.make_node("Attention", [n for n, _, _ in inputs], [n for n, _, _ in outputs], domain=MS,
+                            num_heads=heads, **attrs)
+    return make_model([node], [i for i in inputs if i[0]], outputs, opset=17, extra_opsets={MS: 1}), feeds
+
+
+@pytest.mark.parametrize("mask", [None, "end", "end_start", "2d", "3d"])
+@pytest.mark.parametrize("shape", [(2, 5, 16, 2), (1, 3, 24, 3)])
+def test_attention_masks(mask, shape):
+    model, feeds = _attention_case(np.random.default_rng(16), *shape, mask=mask)
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("case", [
+    {"unidirectional": 1},
+    {"past": 3},
+    {"past": 3, "unidirectional": 1, "mask": "2d"},
+    {"past": 2, "mask": "end"},
+    {"attention_bias": True, "mask": "2d"},
+    {"bias": False, "scale": 0.3},
+    {"sizes": (16, 16, 8)},
+    {"mask": "2d", "mask_filter_value": -1000.0},
+])
+def test_attention_variants(case):
+    model, feeds = _attention_case(np.random.default_rng(17), 2, 4, 16, 2, **case)
+    assert_matches_ort(model, feeds)

@@ -1,0 +1,83 @@
+"""com.microsoft Attention: BERT's self-attention with its QKV projection, as onnxruntime's
+optimizer fuses it, computed by ai.onnx Attention with the mask made additive."""
+import numpy as np
+
+from ._contrib import MS, Composite, Expansion, attributes, invalid, refuse
+from .registry import register
+
+
+@register("Attention", since=1, domain=MS)
+class MsAttention(Composite):
+    """Q, K, V = split(input @ weights + bias); output = softmax(Q K^T * scale + mask) V per head.
+    mask_index: key end positions (B), end then start positions (2B), a raw 0/1 mask (B, T) or
+    (B, S, T): masked keys get mask_filter_value added, as onnxruntime does. past (2, B, N, P, d)
+    is prepended to K and V, present returns the result; unidirectional masks later keys."""
+
+    def expand(self, node, e):
+        attrs = attributes(node, {"num_heads": None, "qkv_hidden_sizes": None, "unidirectional": 0, "scale": None,
+                                  "mask_filter_value": -10000.0, "do_rotary": 0, "past_present_share_buffer": 0,
+                                  "rotary_embedding_dim": 0})
+        if "num_heads" not in attrs:
+            raise invalid(node, "the num_heads attribute is required")
+        for name in ("do_rotary", "past_present_share_buffer"):
+            if attrs[name]:
+                raise refuse(node, f"{name}=1")
+        if node.input(6) is not None:
+            raise refuse(node, "the past_sequence_length input")
+        x, weights = node.inputs[:2]
+        heads = int(attrs["num_heads"])
+        sizes = attrs.get("qkv_hidden_sizes") or (weights.shape[1] // 3,) * 3
+        if len(sizes) != 3 or sizes[0] != sizes[1] or any(not isinstance(s, int) or s % heads for s in sizes):
+            raise invalid(node, f"qkv_hidden_sizes {list(sizes)} must be three multiples of num_heads "
+                                f"{heads}, the first two equal")
+        qkv = e.op("MatMul", [x, weights])
+        if node.input(2) is not None:
+            qkv = e.op("Add", [qkv, node.inputs[2]])
+        q, k, v = e.op("Split", [qkv, e.const(np.array(sizes, np.int64))], n_out=3, axis=-1)
+        past = node.input(4)
+        past_kv = [e.op("Gather", [past, e.const(np.array(i, np.int64))], axis=0) for i in (0, 1)] if past else []
+        mask = additive_mask(e, node, node.input(3), x, past, attrs["mask_filter_value"])
+        if node.input(5) is not None:
+            mask = node.inputs[5] if mask is None else e.op("Add", [mask, node.inputs[5]])
+        present = len(node.outputs) > 1
+        extra = {"scale": attrs["scale"]} if "scale" in attrs else {}
+        outputs = e.into(0) + ([e.new("present_key"), e.new("present_value")] if present else [])
+        e.op("Attention", [q, k, v, mask] + past_kv, outputs, q_num_heads=heads, kv_num_heads=heads,
+             is_causal=int(attrs["unidirectional"]), **extra)
+        if present:
+            halves = [e.op("Unsqueeze", [t, e.const(np.array([0], np.int64))]) for t in outputs[1:]]
+            e.op("Concat", halves, e.into(1), axis=0)
+
+
+def additive_mask(e: Expansion, node, mask, x, past, filter_value: float):
+    """mask_index as a float mask added to the scores (broadcasting to (B, N, S, T)): 0 where a
+    key is attended, filter_value where it is masked; None without a mask."""
+    if mask is None:
+        return None
+    zero, masked = e.const(np.array(0, np.float32)), e.const(np.array(filter_value, np.float32))
+    rank = len(mask.shape)
+    if rank in (2, 3):
+        allowed = e.op("Greater", [mask, e.const(np.array(0, mask.dtype.np))])
+    elif rank == 1:
+        allowed = _key_range(e, node, mask, x, past)
+    else:
+        raise refuse(node, f"a {rank}-D mask_index")
+    axes = [1, 2] if rank != 3 else [1]
+    return e.op("Unsqueeze", [e.op("Where", [allowed, zero, masked]), e.const(np.array(axes, np.int64))])
+
+
+def _key_range(e: Expansion, node, mask, x, past):
+    """(B, T) booleans from 1-D mask_index: keys before the end position (B values), or from the
+    start to the end position (2B values: the ends, then the starts); told apart at run time."""
+    def ints(*values):
+        return e.const(np.array(values, np.int64))
+    seq = e.op("Shape", [x], start=1, end=2)
+    total = seq if past is None else e.op("Add", [seq, e.op("Shape", [past], start=3, end=4)])
+    keys = e.op("Range", [e.const(np.array(0, np.int64)), e.op("Squeeze", [total]), e.const(np.array(1, np.int64))])
+    rows = e.op("Concat", [ints(-1), e.op("Shape", [x], start=0, end=1), ints(1)], axis=0)
+    bounds = e.op("Reshape", [e.op("Cast", [mask], to=7), rows])    # (1 or 2, B, 1)
+    ends = e.op("Slice", [bounds, ints(0), ints(1)])
+    starts = e.op("ReduceMax", [e.op("Concat", [e.op("Mul", [ends, ints(0)]), e.op("Slice", [bounds, ints(1), ints(2)])],
+                                     axis=0), ints(0)], keepdims=0)
+    ends = e.op("Squeeze", [ends, ints(0)])
+    return e.op("And", [e.op("Less", [keys, ends]), e.op("GreaterOrEqual", [keys, starts])])
