@@ -340,3 +340,39 @@ def test_attention_masks(mask, shape):
 def test_attention_variants(case):
     model, feeds = _attention_case(np.random.default_rng(17), 2, 4, 16, 2, **case)
     assert_matches_ort(model, feeds)
+
+
+# --- EmbedLayerNormalization ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("segments,mask,positions,outputs", [
+    (True, True, None, 2), (False, False, None, 2), (True, False, None, 3), (True, True, "batch", 3),
+    (False, True, "one", 2)])
+def test_embed_layer_normalization(segments, mask, positions, outputs):
+    rng = np.random.default_rng(18)
+    batch, seq, hidden, vocab = 2, 5, 16, 30
+    feeds = {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int32)}
+    inputs = [("input_ids", T.INT32, ("b", "s"))]
+    if segments:
+        feeds["segment_ids"] = rng.integers(0, 2, (batch, seq)).astype(np.int32)
+    inputs.append(("segment_ids", T.INT32, ("b", "s")) if segments else ("", F, ()))
+    tables = {"word_embedding": (vocab, hidden), "position_embedding": (8, hidden)}
+    if segments:
+        tables["segment_embedding"] = (2, hidden)
+    inits = [numpy_helper.from_array(rand(rng, *shape), name) for name, shape in tables.items()]
+    inputs += [("word_embedding", F, ()), ("position_embedding", F, ()),
+               ("segment_embedding", F, ()) if segments else ("", F, ()),
+               ("gamma", F, (hidden,)), ("beta", F, (hidden,))]
+    feeds |= {"gamma": rand(rng, hidden), "beta": rand(rng, hidden)}
+    if mask:
+        feeds["mask"] = (np.arange(seq)[None, :] < np.array([[seq], [2]])).astype(np.int32)
+    inputs.append(("mask", T.INT32, ("b", "s")) if mask else ("", F, ()))
+    if positions:
+        rows = batch if positions == "batch" else 1
+        feeds["position_ids"] = rng.integers(0, 8, (rows, seq)).astype(np.int32)
+        inputs.append(("position_ids", T.INT32, (rows, "s")))
+    while not inputs[-1][0]:
+        inputs.pop()
+    outs = [("output", F, ("b", "s", hidden)), ("mask_index", T.INT32, ("b",)),
+            ("embedding_sum", F, ("b", "s", hidden))][:outputs]
+    model = ms_model("EmbedLayerNormalization", inputs, outs, initializers=inits, epsilon=1e-5)
+    assert_matches_ort(model, feeds)
