@@ -182,3 +182,71 @@ def svc_attrs(rng, kernel, classes, proba, pt, f, per_class=None, most=3):
     if proba:
         attrs.update(prob_a=f32(-np.abs(rng.standard_normal(pairs)) * 2), prob_b=f32(rng.standard_normal(pairs) * 0.1))
     return attrs
+
+
+def bert_export(layers: int = 2, hidden: int = 32, heads: int = 2, ffn: int = 64, vocab: int = 50,
+                max_positions: int = 16, seed: int = 0) -> onnx.ModelProto:
+    """A BERT encoder in the node pattern of PyTorch's export of Hugging Face's BertModel (the
+    pattern onnxruntime's transformer optimizer fuses): embeddings, the additive padding mask
+    (1 - mask) * -10000, per-head Reshape/Transpose attention, Erf GELU, LayerNormalization."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def w(name, *shape, scale=0.2):
+        return const(name, (rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def op(kind, inputs, name, **attrs):
+        nodes.append(helper.make_node(kind, inputs, [name], name=name, **attrs))
+        return name
+
+    def layer_norm(x, p):
+        return op("LayerNormalization", [x, w(p + "_g", hidden, scale=1.0), w(p + "_b", hidden)], p, epsilon=1e-12)
+
+    d = hidden // heads
+    words = op("Gather", [w("word_emb", vocab, hidden), "input_ids"], "words")
+    seq_len = op("Gather", [op("Shape", ["input_ids"], "ids_shape"), const("one", np.array(1, np.int64))], "seq_len")
+    pos_ids = op("Unsqueeze", [op("Range", [const("zero", np.array(0, np.int64)), seq_len,
+                                            const("one_step", np.array(1, np.int64))], "pos_range"),
+                               const("axes0", np.array([0], np.int64))], "pos_ids")
+    pos = op("Gather", [w("pos_emb", max_positions, hidden), pos_ids], "positions")
+    seg = op("Gather", [w("seg_emb", 2, hidden), "token_type_ids"], "segments")
+    x = layer_norm(op("Add", [op("Add", [words, pos], "emb_sum0"), seg], "emb_sum"), "emb_ln")
+    m = op("Unsqueeze", ["attention_mask", const("axes1", np.array([1], np.int64))], "mask3d")
+    m = op("Unsqueeze", [m, const("axes2", np.array([2], np.int64))], "mask4d")
+    m = op("Cast", [m], "mask_f", to=T.FLOAT)
+    m = op("Sub", [const("one_f", np.array(1.0, np.float32)), m], "mask_inv")
+    mask = op("Mul", [m, const("neg", np.array(-10000.0, np.float32))], "mask_add")
+    split = const("split_heads", np.array([0, 0, heads, d], np.int64))
+    merge = const("merge_heads", np.array([0, 0, hidden], np.int64))
+    for i in range(layers):
+        p = f"l{i}_"
+        def proj(name, src):
+            return op("Add", [op("MatMul", [src, w(p + name + "_w", hidden, hidden)], p + name + "_mm"),
+                              w(p + name + "_b", hidden)], p + name)
+        q = op("Transpose", [op("Reshape", [proj("q", x), split], p + "q_r")], p + "q_t", perm=[0, 2, 1, 3])
+        k = op("Transpose", [op("Reshape", [proj("k", x), split], p + "k_r")], p + "k_t", perm=[0, 2, 3, 1])
+        v = op("Transpose", [op("Reshape", [proj("v", x), split], p + "v_r")], p + "v_t", perm=[0, 2, 1, 3])
+        s = op("Div", [op("MatMul", [q, k], p + "qk"), const(p + "sqrt_d", np.array(np.sqrt(d), np.float32))], p + "qk_s")
+        probs = op("Softmax", [op("Add", [s, mask], p + "qk_m")], p + "probs", axis=-1)
+        ctx = op("Transpose", [op("MatMul", [probs, v], p + "ctx")], p + "ctx_t", perm=[0, 2, 1, 3])
+        ctx = op("Reshape", [ctx, merge], p + "ctx_r")
+        attn = op("Add", [op("MatMul", [ctx, w(p + "o_w", hidden, hidden)], p + "o_mm"), w(p + "o_b", hidden)], p + "o")
+        x = layer_norm(op("Add", [attn, x], p + "res1"), p + "ln1")
+        h = op("Add", [op("MatMul", [x, w(p + "f1_w", hidden, ffn)], p + "f1_mm"), w(p + "f1_b", ffn)], p + "f1")
+        g = op("Erf", [op("Div", [h, const(p + "sqrt2", np.array(np.sqrt(2), np.float32))], p + "g_div")], p + "g_erf")
+        g = op("Mul", [op("Mul", [h, op("Add", [g, const(p + "g_one", np.array(1.0, np.float32))], p + "g_add")],
+                          p + "g_mul"), const(p + "g_half", np.array(0.5, np.float32))], p + "gelu")
+        f = op("Add", [op("MatMul", [g, w(p + "f2_w", ffn, hidden)], p + "f2_mm"), w(p + "f2_b", hidden)], p + "f2")
+        x = layer_norm(op("Add", [f, x], p + "res2"), p + "ln2")
+    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    graph = helper.make_graph(nodes, "bert", [helper.make_tensor_value_info(n, T.INT64, ["batch", "seq"])
+                                              for n in ("input_ids", "token_type_ids", "attention_mask")],
+                              [helper.make_tensor_value_info("last_hidden_state", T.FLOAT, ["batch", "seq", hidden])],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model

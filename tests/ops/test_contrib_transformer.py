@@ -3,11 +3,12 @@ ops onnxruntime computes only on GPUs, against numpy) on random inputs."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
-from tests.helpers import assert_matches_ort, make_model, run_onnxc, run_ort
+from helpers import assert_matches_ort, make_model, run_onnxc, run_ort
 
 MS = "com.microsoft"
 F = T.FLOAT
@@ -376,3 +377,26 @@ def test_embed_layer_normalization(segments, mask, positions, outputs):
             ("embedding_sum", F, ("b", "s", hidden))][:outputs]
     model = ms_model("EmbedLayerNormalization", inputs, outs, initializers=inits, epsilon=1e-5)
     assert_matches_ort(model, feeds)
+
+
+# --- onnxruntime's transformer optimizer, end to end ------------------------------------------------
+
+def _optimized(model, model_type, tmp_path, **kwargs):
+    pytest.importorskip("sympy", reason="onnxruntime's transformer optimizer needs sympy")
+    from onnxruntime.transformers.optimizer import optimize_model
+    path, optimized = tmp_path / "model.onnx", tmp_path / "optimized.onnx"
+    onnx.save(model, path)
+    optimize_model(str(path), model_type=model_type, opt_level=0, **kwargs).save_model_to_file(str(optimized))
+    return onnx.load(optimized)
+
+
+def test_bert_optimized_by_onnxruntime(tmp_path):
+    from models import bert_export
+    model = _optimized(bert_export(), "bert", tmp_path, num_heads=2, hidden_size=32)
+    fused = {n.op_type for n in model.graph.node if n.domain == MS}
+    assert fused == {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "BiasGelu"}, fused
+    rng = np.random.default_rng(19)
+    for batch, seq, lengths in ((2, 7, (7, 4)), (1, 3, (3,)), (3, 16, (16, 1, 9))):
+        feeds = {"input_ids": rng.integers(0, 50, (batch, seq)), "token_type_ids": rng.integers(0, 2, (batch, seq)),
+                 "attention_mask": (np.arange(seq)[None] < np.array(lengths)[:, None]).astype(np.int64)}
+        assert_matches_ort(model, feeds)
