@@ -36,7 +36,7 @@ class MsAttention(Composite):
         q, k, v = e.op("Split", [qkv, e.const(np.array(sizes, np.int64))], n_out=3, axis=-1)
         past = node.input(4)
         past_kv = [e.op("Gather", [past, e.const(np.array(i, np.int64))], axis=0) for i in (0, 1)] if past else []
-        mask = additive_mask(e, node, node.input(3), x, past, attrs["mask_filter_value"])
+        mask = additive_mask(e, node, node.input(3), x, (past, 3) if past else None, attrs["mask_filter_value"])
         if node.input(5) is not None:
             mask = node.inputs[5] if mask is None else e.op("Add", [mask, node.inputs[5]])
         present = len(node.outputs) > 1
@@ -51,7 +51,8 @@ class MsAttention(Composite):
 
 def additive_mask(e: Expansion, node, mask, x, past, filter_value: float):
     """mask_index as a float mask added to the scores (broadcasting to (B, N, S, T)): 0 where a
-    key is attended, filter_value where it is masked; None without a mask."""
+    key is attended, filter_value where it is masked; None without a mask. ``x`` is (B, L, ...)
+    with L new keys; ``past`` is (a value, its axis of past keys) or None."""
     if mask is None:
         return None
     zero, masked = e.const(np.array(0, np.float32)), e.const(np.array(filter_value, np.float32))
@@ -72,8 +73,10 @@ def _key_range(e: Expansion, node, mask, x, past):
     def ints(*values):
         return e.const(np.array(values, np.int64))
     seq = e.op("Shape", [x], start=1, end=2)
-    total = seq if past is None else e.op("Add", [seq, e.op("Shape", [past], start=3, end=4)])
-    keys = e.op("Range", [e.const(np.array(0, np.int64)), e.op("Squeeze", [total]), e.const(np.array(1, np.int64))])
+    if past is not None:
+        cache, axis = past
+        seq = e.op("Add", [seq, e.op("Shape", [cache], start=axis, end=axis + 1)])
+    keys = e.op("Range", [e.const(np.array(0, np.int64)), e.op("Squeeze", [seq]), e.const(np.array(1, np.int64))])
     rows = e.op("Concat", [ints(-1), e.op("Shape", [x], start=0, end=1), ints(1)], axis=0)
     bounds = e.op("Reshape", [e.op("Cast", [mask], to=7), rows])    # (1 or 2, B, 1)
     ends = e.op("Slice", [bounds, ints(0), ints(1)])

@@ -400,3 +400,51 @@ def test_bert_optimized_by_onnxruntime(tmp_path):
         feeds = {"input_ids": rng.integers(0, 50, (batch, seq)), "token_type_ids": rng.integers(0, 2, (batch, seq)),
                  "attention_mask": (np.arange(seq)[None] < np.array(lengths)[:, None]).astype(np.int64)}
         assert_matches_ort(model, feeds)
+
+
+def _mha_case(rng, batch, seq, kv_seq, hidden, heads, bias=False, mask=None, past=0, attention_bias=False,
+              present=False, **attrs):
+    d = hidden // heads
+    total = past + kv_seq
+    feeds = {"query": rand(rng, batch, seq, hidden), "key": rand(rng, batch, kv_seq, hidden),
+             "value": rand(rng, batch, kv_seq, hidden)}
+    inputs = [("query", F, ("b", "s", hidden)), ("key", F, ("b", "l", hidden)), ("value", F, ("b", "l", hidden))]
+    if bias:
+        feeds["bias"] = rand(rng, 3 * hidden)
+    inputs.append(("bias", F, (3 * hidden,)) if bias else ("", F, ()))
+    lengths = rng.integers(1, total + 1, batch)
+    if mask == "end":
+        feeds["key_padding_mask"] = lengths.astype(np.int32)
+        inputs.append(("key_padding_mask", T.INT32, ("b",)))
+    elif mask == "2d":
+        feeds["key_padding_mask"] = (np.arange(total)[None, :] < lengths[:, None]).astype(np.int32)
+        inputs.append(("key_padding_mask", T.INT32, ("b", "t")))
+    else:
+        inputs.append(("", F, ()))
+    if attention_bias:
+        feeds["attention_bias"] = rand(rng, batch, 1, seq, total)
+    inputs.append(("attention_bias", F, ("b", 1, "s", "t")) if attention_bias else ("", F, ()))
+    if past:
+        feeds |= {"past_key": rand(rng, batch, heads, past, d), "past_value": rand(rng, batch, heads, past, d)}
+        inputs += [("past_key", F, ("b", heads, "p", d)), ("past_value", F, ("b", heads, "p", d))]
+    while not inputs[-1][0]:
+        inputs.pop()
+    outputs = [("output", F, ("b", "s", hidden))]
+    if present:
+        outputs += [("present_key", F, ("b", heads, "t", d)), ("present_value", F, ("b", heads, "t", d))]
+    node = helper.make_node("MultiHeadAttention", [n for n, _, _ in inputs], [n for n, _, _ in outputs], domain=MS,
+                            num_heads=heads, **attrs)
+    return make_model([node], [i for i in inputs if i[0]], outputs, opset=17, extra_opsets={MS: 1}), feeds
+
+
+@pytest.mark.parametrize("case", [
+    {}, {"bias": True}, {"mask": "end"}, {"mask": "2d", "bias": True}, {"attention_bias": True},
+    {"unidirectional": 1, "kv": 5}, {"past": 3, "present": True, "kv": 1, "unidirectional": 1},
+    {"past": 2, "present": True, "mask": "2d"}, {"scale": 0.2, "kv": 7},
+])
+def test_multi_head_attention(case):
+    case = dict(case)
+    kv = case.pop("kv", 6)
+    model, feeds = _mha_case(np.random.default_rng(20), 2, kv if case.get("unidirectional") and not case.get("past")
+                             else 4, kv, 16, 2, **case)
+    assert_matches_ort(model, feeds)
