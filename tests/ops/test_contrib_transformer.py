@@ -448,3 +448,31 @@ def test_multi_head_attention(case):
     model, feeds = _mha_case(np.random.default_rng(20), 2, kv if case.get("unidirectional") and not case.get("past")
                              else 4, kv, 16, 2, **case)
     assert_matches_ort(model, feeds)
+
+
+# --- RotaryEmbedding ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("layout,positions,rotary_dim", [
+    ("3d", "ids", 0), ("3d", "offset", 0), ("4d", "ids", 0), ("4d", "offset", 0), ("3d", "ids", 4),
+    ("3d-no-heads", "offset", 0)])
+def test_rotary_embedding(interleaved, layout, positions, rotary_dim):
+    rng = np.random.default_rng(21)
+    batch, seq, heads, d, max_pos = 2, 5, 3, 8, 16
+    half = (rotary_dim or d) // 2
+    x = rand(rng, batch, heads, seq, d) if layout == "4d" else rand(rng, batch, seq, heads * d)
+    angles = rng.uniform(0, 6, (max_pos, half))
+    feeds = {"input": x, "cos_cache": np.cos(angles).astype(np.float32), "sin_cache": np.sin(angles).astype(np.float32)}
+    if positions == "ids":
+        feeds["position_ids"] = rng.integers(0, max_pos, (batch, seq)).astype(np.int64)
+    else:
+        feeds["position_ids"] = np.array([3], np.int64)
+    attrs = {"interleaved": interleaved}
+    if layout == "3d":
+        attrs["num_heads"] = heads
+    if rotary_dim:
+        attrs["rotary_embedding_dim"] = rotary_dim
+    model = ms_model("RotaryEmbedding", [("input", F, x.shape), ("position_ids", T.INT64, feeds["position_ids"].shape),
+                                         ("cos_cache", F, (max_pos, half)), ("sin_cache", F, (max_pos, half))],
+                     [("output", F, x.shape)], **attrs)
+    assert_matches_ort(model, feeds)
