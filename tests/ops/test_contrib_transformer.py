@@ -476,3 +476,45 @@ def test_rotary_embedding(interleaved, layout, positions, rotary_dim):
                                          ("cos_cache", F, (max_pos, half)), ("sin_cache", F, (max_pos, half))],
                      [("output", F, x.shape)], **attrs)
     assert_matches_ort(model, feeds)
+
+
+# --- GroupQueryAttention --------------------------------------------------------------------------
+
+def _gqa_case(rng, batch, seq, heads, kv_heads, d, past, lengths, total, **attrs):
+    """lengths: seqlens_k + 1 per batch entry; past: the cache length P (None: no past inputs)."""
+    feeds = {"query": rand(rng, batch, seq, heads * d), "key": rand(rng, batch, seq, kv_heads * d),
+             "value": rand(rng, batch, seq, kv_heads * d)}
+    inputs = [("query", F, ("b", "s", heads * d)), ("key", F, ("b", "s", kv_heads * d)),
+              ("value", F, ("b", "s", kv_heads * d))]
+    if past is not None:
+        feeds |= {"past_key": rand(rng, batch, kv_heads, past, d), "past_value": rand(rng, batch, kv_heads, past, d)}
+        inputs += [("past_key", F, ("b", kv_heads, "p", d)), ("past_value", F, ("b", kv_heads, "p", d))]
+    else:
+        inputs += [("", F, ()), ("", F, ())]
+    feeds |= {"seqlens_k": np.array(lengths, np.int32) - 1, "total_sequence_length": np.array(total, np.int32)}
+    inputs += [("seqlens_k", T.INT32, ("b",)), ("total_sequence_length", T.INT32, ())]
+    outputs = [("output", F, ("b", "s", heads * d)), ("present_key", F, ("b", kv_heads, "t", d)),
+               ("present_value", F, ("b", kv_heads, "t", d))]
+    node = helper.make_node("GroupQueryAttention", [n for n, _, _ in inputs], [n for n, _, _ in outputs],
+                            domain=MS, num_heads=heads, kv_num_heads=kv_heads, **attrs)
+    return make_model([node], [i for i in inputs if i[0]], outputs, opset=17, extra_opsets={MS: 1}), feeds
+
+
+@pytest.mark.parametrize("case", [
+    # (batch, seq, heads, kv_heads, past, lengths, total)
+    (2, 5, 4, 2, None, (5, 5), 5),          # a first prompt
+    (2, 5, 4, 4, None, (5, 3), 5),          # a right-padded first prompt
+    (2, 1, 4, 2, 6, (7, 7), 7),             # one generated token on a cache of 6
+    (2, 1, 6, 2, 6, (7, 4), 7),             # entries of different lengths in one cache
+    (1, 3, 4, 1, 4, (7,), 7),               # several new tokens on a cache
+    (2, 1, 4, 2, 8, (5, 3), 5),             # a cache buffer longer than the sequence
+])
+def test_group_query_attention(case):
+    batch, seq, heads, kv_heads, past, lengths, total = case
+    model, feeds = _gqa_case(np.random.default_rng(22), batch, seq, heads, kv_heads, 8, past, lengths, total)
+    assert_matches_ort(model, feeds)
+
+
+def test_group_query_attention_scale():
+    model, feeds = _gqa_case(np.random.default_rng(23), 2, 1, 4, 2, 8, 3, (4, 4), 4, scale=0.5)
+    assert_matches_ort(model, feeds)
