@@ -250,3 +250,91 @@ def bert_export(layers: int = 2, hidden: int = 32, heads: int = 2, ffn: int = 64
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
+
+
+def gpt2_export(layers: int = 2, hidden: int = 32, heads: int = 2, vocab: int = 50, max_positions: int = 16,
+                seed: int = 0) -> onnx.ModelProto:
+    """A GPT-2 decoder (no past) in the node pattern of PyTorch's export of Hugging Face's GPT2Model
+    (the pattern onnxruntime's transformer optimizer fuses): Conv1D as Reshape -> Gemm -> Reshape,
+    the causal mask sliced from a constant by the scores' shape into a Where, tanh GELU."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def w(name, *shape, scale=0.2):
+        return const(name, (rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def op(kind, inputs, name, **attrs):
+        nodes.append(helper.make_node(kind, inputs, [name], name=name, **attrs))
+        return name
+
+    def layer_norm(x, p):
+        return op("LayerNormalization", [x, w(p + "_g", hidden, scale=1.0), w(p + "_b", hidden)], p, epsilon=1e-5)
+
+    def linear(x, p, n_in, n_out):
+        """Hugging Face's Conv1D as PyTorch exports it: Reshape to rows, Gemm, Reshape back."""
+        rows = op("Reshape", [x, const(p + "_rows", np.array([-1, n_in], np.int64))], p + "_r")
+        y = op("Gemm", [rows, w(p + "_w", n_in, n_out), w(p + "_b", n_out)], p + "_gemm")
+        lead = op("Shape", [x], p + "_lead", start=0, end=2)
+        shape = op("Concat", [lead, const(p + "_width", np.array([n_out], np.int64))], p + "_shape", axis=0)
+        return op("Reshape", [y, shape], p)
+
+    d = hidden // heads
+    seq_len = op("Gather", [op("Shape", ["input_ids"], "ids_shape"), const("one", np.array(1, np.int64))], "seq_len")
+    pos_ids = op("Unsqueeze", [op("Range", [const("zero", np.array(0, np.int64)), seq_len,
+                                            const("step", np.array(1, np.int64))], "pos_range"),
+                               const("axes0", np.array([0], np.int64))], "pos_ids")
+    h = op("Add", [op("Gather", [w("wte", vocab, hidden), "input_ids"], "tok"),
+                   op("Gather", [w("wpe", max_positions, hidden), pos_ids], "pos")], "emb")
+    causal = const("causal_bias", np.tril(np.ones((max_positions, max_positions), bool))[None, None])
+
+    def causal_mask(scores, p):
+        """bias[:, :, key_len - query_len:key_len, :key_len] from the scores' shape, as GPT-2 slices it."""
+        dims = op("Shape", [scores], p + "scores_shape")
+        def dim(axis):
+            return op("Squeeze", [op("Slice", [dims, const(f"{p}at{axis}", np.array([axis], np.int64)),
+                                               const(f"{p}to{axis}", np.array([axis + 1], np.int64))],
+                                     f"{p}dim{axis}_1d")], f"{p}dim{axis}")
+        key_len, query_len = dim(3), dim(2)
+        axes0 = const(p + "axes0", np.array([0], np.int64))
+        start = op("Unsqueeze", [op("Sub", [key_len, query_len], p + "first_row"), axes0], p + "first_row_1d")
+        end = op("Unsqueeze", [key_len, axes0], p + "key_len_1d")
+        rows = op("Slice", [causal, start, end, const(p + "axis2", np.array([2], np.int64))], p + "mask_rows")
+        return op("Slice", [rows, const(p + "zero_1d", np.array([0], np.int64)), end,
+                            const(p + "axis3", np.array([3], np.int64))], p + "mask")
+    split_heads = const("split_heads", np.array([0, 0, heads, d], np.int64))
+    merge_heads = const("merge_heads", np.array([0, 0, hidden], np.int64))
+    for i in range(layers):
+        p = f"h{i}_"
+        qkv = linear(layer_norm(h, p + "ln1"), p + "c_attn", hidden, 3 * hidden)
+        q, k, v = (f"{p}{t}" for t in "qkv")
+        nodes.append(helper.make_node("Split", [qkv, const(p + "split", np.array([hidden] * 3, np.int64))], [q, k, v],
+                                      name=p + "split", axis=2))
+        q = op("Transpose", [op("Reshape", [q, split_heads], p + "q_r")], p + "q_t", perm=[0, 2, 1, 3])
+        k = op("Transpose", [op("Reshape", [k, split_heads], p + "k_r")], p + "k_t", perm=[0, 2, 3, 1])
+        v = op("Transpose", [op("Reshape", [v, split_heads], p + "v_r")], p + "v_t", perm=[0, 2, 1, 3])
+        s = op("Div", [op("MatMul", [q, k], p + "qk"), const(p + "sqrt_d", np.array(np.sqrt(d), np.float32))], p + "qk_s")
+        s = op("Where", [causal_mask(s, p), s, const(p + "masked", np.array(-10000.0, np.float32))], p + "qk_m")
+        ctx = op("MatMul", [op("Softmax", [s], p + "probs", axis=-1), v], p + "ctx")
+        ctx = op("Reshape", [op("Transpose", [ctx], p + "ctx_t", perm=[0, 2, 1, 3]), merge_heads], p + "ctx_r")
+        h = op("Add", [linear(ctx, p + "c_proj", hidden, hidden), h], p + "res1")
+        f = linear(layer_norm(h, p + "ln2"), p + "c_fc", hidden, 4 * hidden)
+        cube = op("Mul", [op("Pow", [f, const(p + "three", np.array(3.0, np.float32))], p + "pow"),
+                          const(p + "c0447", np.array(0.044715, np.float32))], p + "cube")
+        inner = op("Mul", [op("Add", [f, cube], p + "inner0"),
+                           const(p + "c0797", np.array(np.sqrt(2 / np.pi), np.float32))], p + "inner")
+        gelu = op("Mul", [op("Mul", [const(p + "half", np.array(0.5, np.float32)), f], p + "half_x"),
+                          op("Add", [const(p + "one_f", np.array(1.0, np.float32)), op("Tanh", [inner], p + "tanh")],
+                             p + "one_plus")], p + "gelu")
+        h = op("Add", [linear(gelu, p + "mlp_proj", 4 * hidden, hidden), h], p + "res2")
+    out = layer_norm(h, "ln_f")
+    nodes.append(helper.make_node("Identity", [out], ["last_hidden_state"]))
+    graph = helper.make_graph(nodes, "gpt2", [helper.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"])],
+                              [helper.make_tensor_value_info("last_hidden_state", T.FLOAT, ["batch", "seq", hidden])],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model

@@ -518,3 +518,15 @@ def test_group_query_attention(case):
 def test_group_query_attention_scale():
     model, feeds = _gqa_case(np.random.default_rng(23), 2, 1, 4, 2, 8, 3, (4, 4), 4, scale=0.5)
     assert_matches_ort(model, feeds)
+
+
+def test_gpt2_optimized_by_onnxruntime(tmp_path):
+    from models import gpt2_export
+    model = _optimized(gpt2_export(), "gpt2", tmp_path, num_heads=2, hidden_size=32)
+    fused = {n.op_type for n in model.graph.node if n.domain == MS}
+    assert fused == {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "FastGelu"}, fused
+    assert all(a.i == 1 for n in model.graph.node if n.op_type == "Attention"
+               for a in n.attribute if a.name == "unidirectional")
+    rng = np.random.default_rng(24)
+    for batch, seq in ((2, 5), (1, 1), (3, 16)):
+        assert_matches_ort(model, {"input_ids": rng.integers(0, 50, (batch, seq))})
