@@ -530,3 +530,45 @@ def test_gpt2_optimized_by_onnxruntime(tmp_path):
     rng = np.random.default_rng(24)
     for batch, seq in ((2, 5), (1, 1), (3, 16)):
         assert_matches_ort(model, {"input_ids": rng.integers(0, 50, (batch, seq))})
+
+
+# --- refusals and onnxc info ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("op,inputs,attrs,what", [
+    ("GroupQueryAttention", [("query", (1, 2, 16)), ("key", (1, 2, 8)), ("value", (1, 2, 8)), ("", ()), ("", ()),
+                             ("seqlens_k", (1,)), ("total_sequence_length", ())],
+     {"num_heads": 2, "kv_num_heads": 1, "do_rotary": 1}, "do_rotary=1"),
+    ("GroupQueryAttention", [("query", (1, 2, 16)), ("key", (1, 2, 8)), ("value", (1, 2, 8)), ("", ()), ("", ()),
+                             ("seqlens_k", (1,)), ("total_sequence_length", ())],
+     {"num_heads": 2, "kv_num_heads": 1, "local_window_size": 4}, "local_window_size=4"),
+    ("Attention", [("input", (1, 2, 8)), ("weights", (8, 24))], {"num_heads": 2, "do_rotary": 1}, "do_rotary=1"),
+    ("MultiHeadAttention", [("query", (1, 2, 8, 3, 4))], {"num_heads": 2}, "packed QKV"),
+    ("FusedGemm", [("A", (2, 3)), ("B", (3, 4))], {"activation": "Gelu"}, "activation 'Gelu'"),
+    ("RotaryEmbedding", [("input", (1, 2, 8)), ("position_ids", (1,)), ("cos_cache", (4, 2)), ("sin_cache", (4, 2))],
+     {"num_heads": 2, "is_packed_batching": 1}, "is_packed_batching=1"),
+])
+def test_unsupported_variants_are_refused_by_name(op, inputs, attrs, what):
+    import onnxc
+    types = {"seqlens_k": T.INT32, "total_sequence_length": T.INT32, "position_ids": T.INT64}
+    specs = [(n, types.get(n, F), s) for n, s in inputs]
+    model = ms_model(op, specs, [("out", F, ["d"])], **attrs)
+    with pytest.raises(onnxc.capi.onnxruntime_pybind11_state.NotImplemented, match=what):
+        onnxc.InferenceSession(model.SerializeToString())
+
+
+def test_info_names_missing_contrib_ops(tmp_path, capsys):
+    from onnxc import cli
+    nodes = [helper.make_node("SkipLayerNormalization", ["x", "x", "g"], ["y"], domain=MS),
+             helper.make_node("LongformerAttention", ["y", "w", "b", "m", "gw", "gb", "gm"], ["z"], domain=MS,
+                              num_heads=2, window=1)]
+    model = make_model(nodes, [(n, F, s) for n, s in (("x", (1, 2, 4)), ("g", (4,)), ("w", (4, 12)), ("b", (12,)),
+                                                       ("m", (1, 2)), ("gw", (4, 12)), ("gb", (12,)),
+                                                       ("gm", (1, 2)))],
+                       [("z", F, (1, 2, 4))], opset=17, extra_opsets={MS: 1})
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    code = cli.main(["info", str(path)])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "1 operator(s) not supported: com.microsoft::LongformerAttention" in out
+    assert "com.microsoft::SkipLayerNormalization" in out and "NOT SUPPORTED" in out
