@@ -1,5 +1,6 @@
 """Models used by tests and benchmarks: the onnx package's light CNN zoo with random
-weights, and a transformer encoder built from primitive ONNX ops."""
+weights, a transformer encoder built from primitive ONNX ops, and BERT and GPT-2 in the node
+patterns of PyTorch's exports (what onnxruntime's transformer optimizer fuses)."""
 from __future__ import annotations
 
 import math
@@ -184,27 +185,40 @@ def svc_attrs(rng, kernel, classes, proba, pt, f, per_class=None, most=3):
     return attrs
 
 
+class _ExportGraph:
+    """Nodes and random initializers of a model written node by node, each output named after its node."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+
+    def const(self, name: str, value) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def weight(self, name: str, *shape: int, scale: float = 0.2) -> str:
+        return self.const(name, (self.rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def op(self, kind: str, inputs: list[str], name: str, **attrs) -> str:
+        self.nodes.append(helper.make_node(kind, inputs, [name], name=name, **attrs))
+        return name
+
+    def layer_norm(self, x: str, name: str, hidden: int, epsilon: float) -> str:
+        scale, bias = self.weight(name + "_g", hidden, scale=1.0), self.weight(name + "_b", hidden)
+        return self.op("LayerNormalization", [x, scale, bias], name, epsilon=epsilon)
+
+
 def bert_export(layers: int = 2, hidden: int = 32, heads: int = 2, ffn: int = 64, vocab: int = 50,
                 max_positions: int = 16, seed: int = 0) -> onnx.ModelProto:
     """A BERT encoder in the node pattern of PyTorch's export of Hugging Face's BertModel (the
     pattern onnxruntime's transformer optimizer fuses): embeddings, the additive padding mask
     (1 - mask) * -10000, per-head Reshape/Transpose attention, Erf GELU, LayerNormalization."""
-    rng = np.random.default_rng(seed)
-    nodes, inits = [], []
-
-    def const(name, value):
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def w(name, *shape, scale=0.2):
-        return const(name, (rng.standard_normal(shape) * scale).astype(np.float32))
-
-    def op(kind, inputs, name, **attrs):
-        nodes.append(helper.make_node(kind, inputs, [name], name=name, **attrs))
-        return name
+    built = _ExportGraph(seed)
+    const, w, op, nodes, inits = built.const, built.weight, built.op, built.nodes, built.inits
 
     def layer_norm(x, p):
-        return op("LayerNormalization", [x, w(p + "_g", hidden, scale=1.0), w(p + "_b", hidden)], p, epsilon=1e-12)
+        return built.layer_norm(x, p, hidden, 1e-12)
 
     d = hidden // heads
     words = op("Gather", [w("word_emb", vocab, hidden), "input_ids"], "words")
@@ -230,7 +244,8 @@ def bert_export(layers: int = 2, hidden: int = 32, heads: int = 2, ffn: int = 64
         q = op("Transpose", [op("Reshape", [proj("q", x), split], p + "q_r")], p + "q_t", perm=[0, 2, 1, 3])
         k = op("Transpose", [op("Reshape", [proj("k", x), split], p + "k_r")], p + "k_t", perm=[0, 2, 3, 1])
         v = op("Transpose", [op("Reshape", [proj("v", x), split], p + "v_r")], p + "v_t", perm=[0, 2, 1, 3])
-        s = op("Div", [op("MatMul", [q, k], p + "qk"), const(p + "sqrt_d", np.array(np.sqrt(d), np.float32))], p + "qk_s")
+        sqrt_d = const(p + "sqrt_d", np.array(np.sqrt(d), np.float32))
+        s = op("Div", [op("MatMul", [q, k], p + "qk"), sqrt_d], p + "qk_s")
         probs = op("Softmax", [op("Add", [s, mask], p + "qk_m")], p + "probs", axis=-1)
         ctx = op("Transpose", [op("MatMul", [probs, v], p + "ctx")], p + "ctx_t", perm=[0, 2, 1, 3])
         ctx = op("Reshape", [ctx, merge], p + "ctx_r")
@@ -257,22 +272,11 @@ def gpt2_export(layers: int = 2, hidden: int = 32, heads: int = 2, vocab: int = 
     """A GPT-2 decoder (no past) in the node pattern of PyTorch's export of Hugging Face's GPT2Model
     (the pattern onnxruntime's transformer optimizer fuses): Conv1D as Reshape -> Gemm -> Reshape,
     the causal mask sliced from a constant by the scores' shape into a Where, tanh GELU."""
-    rng = np.random.default_rng(seed)
-    nodes, inits = [], []
-
-    def const(name, value):
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def w(name, *shape, scale=0.2):
-        return const(name, (rng.standard_normal(shape) * scale).astype(np.float32))
-
-    def op(kind, inputs, name, **attrs):
-        nodes.append(helper.make_node(kind, inputs, [name], name=name, **attrs))
-        return name
+    built = _ExportGraph(seed)
+    const, w, op, nodes, inits = built.const, built.weight, built.op, built.nodes, built.inits
 
     def layer_norm(x, p):
-        return op("LayerNormalization", [x, w(p + "_g", hidden, scale=1.0), w(p + "_b", hidden)], p, epsilon=1e-5)
+        return built.layer_norm(x, p, hidden, 1e-5)
 
     def linear(x, p, n_in, n_out):
         """Hugging Face's Conv1D as PyTorch exports it: Reshape to rows, Gemm, Reshape back."""
@@ -316,7 +320,8 @@ def gpt2_export(layers: int = 2, hidden: int = 32, heads: int = 2, vocab: int = 
         q = op("Transpose", [op("Reshape", [q, split_heads], p + "q_r")], p + "q_t", perm=[0, 2, 1, 3])
         k = op("Transpose", [op("Reshape", [k, split_heads], p + "k_r")], p + "k_t", perm=[0, 2, 3, 1])
         v = op("Transpose", [op("Reshape", [v, split_heads], p + "v_r")], p + "v_t", perm=[0, 2, 1, 3])
-        s = op("Div", [op("MatMul", [q, k], p + "qk"), const(p + "sqrt_d", np.array(np.sqrt(d), np.float32))], p + "qk_s")
+        sqrt_d = const(p + "sqrt_d", np.array(np.sqrt(d), np.float32))
+        s = op("Div", [op("MatMul", [q, k], p + "qk"), sqrt_d], p + "qk_s")
         s = op("Where", [causal_mask(s, p), s, const(p + "masked", np.array(-10000.0, np.float32))], p + "qk_m")
         ctx = op("MatMul", [op("Softmax", [s], p + "probs", axis=-1), v], p + "ctx")
         ctx = op("Reshape", [op("Transpose", [ctx], p + "ctx_t", perm=[0, 2, 1, 3]), merge_heads], p + "ctx_r")

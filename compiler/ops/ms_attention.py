@@ -80,7 +80,8 @@ def _key_range(e: Expansion, node, mask, x, past):
     rows = e.op("Concat", [ints(-1), e.op("Shape", [x], start=0, end=1), ints(1)], axis=0)
     bounds = e.op("Reshape", [e.op("Cast", [mask], to=7), rows])    # (1 or 2, B, 1)
     ends = e.op("Slice", [bounds, ints(0), ints(1)])
-    starts = e.op("ReduceMax", [e.op("Concat", [e.op("Mul", [ends, ints(0)]), e.op("Slice", [bounds, ints(1), ints(2)])],
-                                     axis=0), ints(0)], keepdims=0)
+    # the starts row when there is one, else zeros (the maximum of zeros and the starts)
+    candidates = e.op("Concat", [e.op("Mul", [ends, ints(0)]), e.op("Slice", [bounds, ints(1), ints(2)])], axis=0)
+    starts = e.op("ReduceMax", [candidates, ints(0)], keepdims=0)
     ends = e.op("Squeeze", [ends, ints(0)])
     return e.op("And", [e.op("Less", [keys, ends]), e.op("GreaterOrEqual", [keys, starts])])

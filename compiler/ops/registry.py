@@ -160,8 +160,8 @@ class OpDef:
         raise NotImplementedError(f"{type(self).__name__} has no lowering")
 
     def inline(self, node: "Node") -> Optional[tuple[list["Node"], list["Value"]]]:
-        """Control flow known at compile time: the nodes to run instead and the values that
-        replace the outputs; None to keep the node."""
+        """The nodes to run instead and the values that replace the outputs (control flow known
+        at compile time, a contrib op made of standard ops); None to keep the node."""
         return None
 
     def evaluate(self, node: "Node") -> Optional[list[np.ndarray]]:
