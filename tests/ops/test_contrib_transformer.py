@@ -205,7 +205,7 @@ def test_fused_gemm(activation, params, gemm):
     ("", (), True, True), ("Relu", (), True, True), ("LeakyRelu", (0.1,), True, True),
     ("Clip", (-0.5, 0.5), True, True),
     ("HardSigmoid", (0.3, 0.6), True, True), ("Sigmoid", (), True, True), ("Tanh", (), True, True),
-    ("Relu", (), True, False), ("LeakyRelu", (), False, True), ("", (), False, False)])
+    ("Relu", (), True, False), ("LeakyRelu", (0.05,), False, True), ("", (), False, False)])
 def test_fused_conv(activation, params, bias, residual):
     rng = np.random.default_rng(10)
     inputs = [("X", F, (2, 3, 7, 7)), ("W", F, (4, 3, 3, 3)), ("B", F, (4,)) if bias else ("", F, ())]
