@@ -21,6 +21,7 @@ def _private_cache(tmp_path_factory):
 HEAVY_SUITES = {
     "sanitize": "every conformance case under AddressSanitizer and UndefinedBehaviorSanitizer",
     "cuda_emulated": "every conformance case through the CUDA build, emulated on the CPU",
+    "nvcc": "every conformance case's CUDA source compiled by nvcc",
     "package_conformance": "every conformance case as a --target c package, built and run on the host",
     "fuzz": "a long campaign of mutated models",
 }

@@ -375,17 +375,17 @@ def _passing_cases() -> list[str]:
 
 
 def _cases(parts: int) -> list:
-    """Every passing case, a tenth of them (by a hash of the name) in CI's slice."""
+    """Every passing case, one in ``parts`` of them (by a hash of the name) in CI's slice."""
     return [pytest.param(n, marks=pytest.mark.ci_slice) if zlib.crc32(n.encode()) % parts == 0 else n
             for n in _passing_cases()]
 
 
 @pytest.mark.conformance
 @pytest.mark.cuda_emulated
-@pytest.mark.parametrize("name", _cases(10))
+@pytest.mark.parametrize("name", _cases(20))
 def test_conformance_case_on_emulated_cuda(name, tmp_path, emulated):
     """Each case through the CUDA build's source, run with the CUDA runtime emulated on the
-    CPU: a tenth of them in CI, every one with `-m cuda_emulated`."""
+    CPU: a twentieth of them in CI, every one with `-m cuda_emulated`."""
     from conformance.cases import all_cases, run_case
     try:
         # exact float32: the cases' tolerances are for it (TF32 GEMMs are tested on their own)
@@ -395,14 +395,18 @@ def test_conformance_case_on_emulated_cuda(name, tmp_path, emulated):
 
 
 NVCC_CHUNKS = 8
+NVCC_CI_CHUNKS = (0, 4)   # a quarter of the cases in CI (about 3 minutes of nvcc per chunk on 2 cores)
 
 
 @needs_nvcc
 @pytest.mark.conformance
-@pytest.mark.parametrize("chunk", range(NVCC_CHUNKS))
+@pytest.mark.nvcc
+@pytest.mark.parametrize("chunk", [pytest.param(c, marks=pytest.mark.ci_slice) if c in NVCC_CI_CHUNKS else c
+                                   for c in range(NVCC_CHUNKS)])
 def test_conformance_cases_compile_with_nvcc(chunk, tmp_path, capsys):
     """Every case the CPU build passes: its CUDA source compiles with nvcc, warnings as errors
-    (an eighth of them per test, in one translation unit)."""
+    (an eighth of them per test, in one translation unit; two of the eight in CI, all eight
+    with `-m nvcc`)."""
     from conformance.cases import all_cases
     from conformance.cuda import cuda_sources, nvcc_compile
     mine = [all_cases()[n] for n in _passing_cases()[chunk::NVCC_CHUNKS]]

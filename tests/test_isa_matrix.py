@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not is_x86_64(), reason="the x86 build matrix: t
 ISAS = {"x86-64-v3": ("avx2", {"avx", "avx2", "fma", "f16c", "bmi2"}),
         "x86-64-v4": ("avx512f", {"avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"})}
 
-# The conformance slice: three cases of each kernel family with SIMD code paths (GEMM,
+# The conformance slice: two cases of each kernel family with SIMD code paths (GEMM,
 # convolution, pooling, normalizations, softmax, attention, recurrent, elementwise maps),
 # picked by a fixed hash of their names.
 SIMD_FAMILIES = ("conv", "gemm", "matmul", "softmax", "layer_normalization", "batchnorm", "averagepool", "maxpool",
@@ -35,8 +35,8 @@ SIMD_FAMILIES = ("conv", "gemm", "matmul", "softmax", "layer_normalization", "ba
 EXPECTED = expected_failures()
 SLICE = sorted({name for family in SIMD_FAMILIES
                 for name in sorted((n for n in all_cases() if family in n and n not in EXPECTED),
-                                   key=lambda n: zlib.crc32(n.encode()))[:3]})
-ZOO = ["light_squeezenet", "light_shufflenet", "light_resnet50"]
+                                   key=lambda n: zlib.crc32(n.encode()))[:2]})
+ZOO = ["light_squeezenet", "light_shufflenet"]
 
 
 def runs_here(isa: str) -> bool:
@@ -44,7 +44,7 @@ def runs_here(isa: str) -> bool:
 
 
 def test_the_slice_is_a_real_sample():
-    assert len(SLICE) >= 40, len(SLICE)
+    assert len(SLICE) >= 30, len(SLICE)
 
 
 @pytest.mark.parametrize("isa", ISAS)
