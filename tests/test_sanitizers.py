@@ -1,10 +1,10 @@
 """The generated code under AddressSanitizer and UndefinedBehaviorSanitizer, and the runtime's
 loading and unloading under Valgrind.
 
-One in 16 of the ONNX conformance cases in CI (all with `-m sanitize`), a slice across every op, is compiled with ``-fsanitize=address,undefined``
+One in 32 of the ONNX conformance cases in CI (all with `-m sanitize`), a slice across every op, is compiled with ``-fsanitize=address,undefined``
 (every report fatal) and run on the cases' inputs in a child Python process with the ASan
 runtime preloaded (Python itself is not instrumented). A report, a crash or a wrong value fails
-the test with the case it happened in. CI runs one of 16 parts; `-m sanitize` runs them all.
+the test with the case it happened in. CI runs one of 32 parts; `-m sanitize` runs them all.
 
 Valgrind runs a small C program that loads a compiled model's library the way the Python
 runtime does (dlopen, context init, runs, release, dlclose) several times over: no invalid
@@ -67,7 +67,7 @@ def _sanitizer_env() -> dict[str, str]:
             "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=98"}
 
 
-PARTS = 16   # CI runs one part of the cases (a slice across every op); `-m sanitize` all of them
+PARTS = 32   # CI runs one part of the cases (a slice across every op); `-m sanitize` all of them
 
 
 @pytest.mark.conformance
@@ -84,7 +84,7 @@ def test_conformance_cases_are_clean_under_asan_and_ubsan(part, tmp_path, capsys
         + "\n" + proc.stderr[-4000:])
     summary = json.loads(proc.stdout.split("summary:", 1)[1])
     assert not summary["failed"], summary["failed"]
-    assert summary["passed"] > 80
+    assert summary["passed"] > 40
     with capsys.disabled():
         print(f"\nsanitizers, part {part} of {PARTS}: {summary['passed']} cases clean, {summary['refused']} refused")
 
