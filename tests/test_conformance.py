@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.cases import all_cases, expected_failures, run_case
+from conformance.cases import all_cases, expected_failures, run_listed_case
 
 CASES = sorted(all_cases())
 EXPECTED = expected_failures()
@@ -21,13 +21,4 @@ def test_expected_failures_name_real_cases():
 @pytest.mark.conformance
 @pytest.mark.parametrize("name", CASES)
 def test_node_case(name, tmp_path):
-    case = all_cases()[name]
-    reason = EXPECTED.get(name)
-    try:
-        run_case(case, str(tmp_path / "artifact"))
-    except Exception:
-        if reason is not None:
-            pytest.xfail(reason)
-        raise
-    if reason is not None:
-        pytest.fail(f"{name} passes now but is listed in expected_failures.txt ({reason}): remove it", pytrace=False)
+    run_listed_case(name, all_cases()[name], str(tmp_path / "artifact"), EXPECTED.get(name), "expected_failures.txt")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.cases import run_case
+from conformance.cases import run_listed_case
 from conformance.model_cases import all_model_cases, expected_model_failures
 
 CASES = sorted(all_model_cases())
@@ -29,14 +29,5 @@ def test_every_case_has_test_data():
 @pytest.mark.conformance
 @pytest.mark.parametrize("name", CASES)
 def test_model_case(name, tmp_path):
-    case = all_model_cases()[name]
-    reason = EXPECTED.get(name)
-    try:
-        run_case(case, str(tmp_path / "artifact"))
-    except Exception:
-        if reason is not None:
-            pytest.xfail(reason)
-        raise
-    if reason is not None:
-        pytest.fail(f"{name} passes now but is listed in expected_model_failures.txt ({reason}): remove it",
-                    pytrace=False)
+    run_listed_case(name, all_model_cases()[name], str(tmp_path / "artifact"), EXPECTED.get(name),
+                    "expected_model_failures.txt")
