@@ -167,6 +167,8 @@ class CEmitter:
             "uses_sequences": unit.uses_sequences,
             "profile": self.opt.profile,
             "threads": max(int(self.opt.threads), 1),
+            # the most threads a region asks for: intra-op loops, or the nodes of an inter-op step
+            "pool_threads": max(int(self.opt.threads), int(self.opt.inter_threads), 1),
             "profile_max_dims": PROFILE_MAX_DIMS,
             "rng_streams": unit.rng_streams,
             "embedded": False,
