@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -60,8 +61,9 @@ def _say(args: argparse.Namespace, text: str = "") -> None:
 # --- compile ----------------------------------------------------------------------------------
 
 def _compile(args: argparse.Namespace) -> int:
-    from ._cli_progress import Display, compile_with_stages, stderr_is_tty
-    from .driver import CompileOptions
+    from ._progress import CompileProgress, stderr_is_tty
+    from .driver import CompileOptions, compile_cached, compile_model
+    from .runtime.options import usable_cores
     if not os.path.isfile(args.model):
         raise CliError(f"model file not found: {args.model}")
     from .compiler.passes.pipeline import LOWERINGS, PIPELINE
@@ -73,29 +75,70 @@ def _compile(args: argparse.Namespace) -> int:
         raise CliError("--weights bin needs --target c")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", args.name):
         raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
+    if args.threads < 0:
+        raise CliError("--threads must be >= 0")
+    if args.threads > 1 and args.target == "c":
+        raise CliError("--threads: a --target c package runs on one thread")
     bounds: dict[str, int] = {}
     dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim, bounds).items()))
     _check_dim_names(args.model, [name for _, name, _ in dims] + list(bounds))
     _check_output_folder(args.output, "package" if args.target == "c" else "artifact", args.force)
     if bounds and args.target != "c":
         raise CliError("--dim NAME<=MAX needs --target c (an artifact for this machine takes any size)")
+    # (threads 0: one per usable core, as an InferenceSession's default, so that the commands
+    # that open the model later find this build in the cache)
+    threads = 1 if args.target == "c" else args.threads or usable_cores()
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
                              march="" if args.portable or args.target == "c" else args.march, prefix=args.name,
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
-                             dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights)
-    display = None
-    if not args.quiet and (args.progress or stderr_is_tty()):
-        display = Display(sys.stderr, live=stderr_is_tty())
-    manifest, timer = compile_with_stages(args.model, args.output, options, args.command_line, display)
-    took = timer.end - timer.start
+                             dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights,
+                             threads=threads)
+    shown = not args.quiet and (args.progress or stderr_is_tty())
+    progress = CompileProgress(sys.stderr if shown else None, live=stderr_is_tty())
+    try:
+        if args.target == "c":
+            manifest = compile_model(args.model, args.output, options, command=args.command_line, on_stage=progress)
+            built = True
+        else:
+            folder, built = compile_cached(args.model, options, on_stage=progress, command=args.command_line)
+            manifest = _copy_artifact(folder, args.output)
+    except Exception as e:
+        with contextlib.suppress(AttributeError, TypeError):
+            e.stage = progress.stage   # type: ignore[attr-defined]   (main() names it)
+        raise
+    finally:
+        progress.close()
+    took = progress.total()
+    if shown and built:
+        print(progress.summary(), file=sys.stderr)
     if args.target == "c":
         _say(args, f"wrote the C package {args.output} in {took:.2f}s (arena {human_size(manifest['arena_bytes'])}, "
                    f"weights {human_size(manifest['weights_bytes'])}, code {human_size(manifest['code_bytes'])} "
                    "on this host)")
         return EXIT_OK
-    _say(args, f"compiled {args.model} -> {args.output} in {took:.2f}s "
+    how = "compiled" if built else "found in the cache"
+    _say(args, f"{how} {args.model} -> {args.output} in {took:.2f}s "
                f"({manifest['functions']} node functions, arena {human_size(manifest['arena_bytes'])})")
     return EXIT_OK
+
+
+def _copy_artifact(folder: str, output: str) -> dict[str, Any]:
+    """Copies a cached artifact into ``output`` (replacing the files of an earlier artifact there);
+    returns its manifest."""
+    import shutil
+
+    from .driver import _write_atomic
+    os.makedirs(output, exist_ok=True)
+    for name in os.listdir(output):   # (an earlier build's units, which this one may not have)
+        if re.fullmatch(r"model_nodes_\d+\.c|model_common\.h", name):
+            os.unlink(os.path.join(output, name))
+    for name in sorted(os.listdir(folder)):
+        if not name.startswith("."):
+            with open(os.path.join(folder, name), "rb") as f:
+                _write_atomic(os.path.join(output, name), f.read())
+            shutil.copymode(os.path.join(folder, name), os.path.join(output, name))
+    with open(os.path.join(output, "manifest.json"), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def _check_dim_names(model: str, names: Sequence[str]) -> None:
@@ -117,7 +160,8 @@ def _check_dim_names(model: str, names: Sequence[str]) -> None:
 
 
 # What each kind of compile output holds; a folder with one of these is that kind.
-_OUTPUT_FILES = {"artifact": ("manifest.json", "libmodel.so", "weights.bin", "model.c", "model.cu", "model.h"),
+_OUTPUT_FILES = {"artifact": ("manifest.json", "libmodel.so", "weights.bin", "model.c", "model.cu", "model.h",
+                              "model_common.h"),
                  "package": ("Makefile", "main.c", "model.c", "model.h", "weights.c", "weights.bin", "README.md")}
 _OUTPUT_NAMES = {"artifact": "an onnxc artifact (manifest.json)", "package": "a C package (Makefile, main.c)"}
 
@@ -569,6 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "
                         "or bounded: NAME<=MAX builds for every size up to MAX, the arena sized for MAX")
+    p.add_argument("--threads", type=int, default=0,
+                   help="intra-op threads the code is built for (default 0: one per usable core, as an "
+                        "InferenceSession's default intra_op_num_threads)")
     p.add_argument("--force", action="store_true",
                    help="write into -o even when it holds another kind of output or other files")
     shown = p.add_mutually_exclusive_group()

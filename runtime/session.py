@@ -16,7 +16,7 @@ import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import CompileError, InvalidArgument, RuntimeFailure, UnsupportedError
-from ..driver import CompileOptions, compile_model
+from ..driver import CompileOptions, compile_cached, optimize
 from . import cache, cuda, environment
 from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
@@ -241,29 +241,24 @@ class InferenceSession:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""
         import onnx
 
-        from ..compiler import frontend
         from ..compiler.export import export_model
-        from ..compiler.passes.pipeline import run_pipeline
-        options = self._compile_options()
-        model = frontend.load_model(source)
-        if options.dim_overrides:
-            model = frontend.fix_input_dims(model, options.dim_overrides)
-        if options.initializers:
-            model = frontend.replace_initializers(model, options.initializers)
-        from ..compiler.ops import registry
-        from ..compiler.ops._custom import registrations
-        from . import custom_ops
-        descs = [d for lib, _ in options.custom_ops for d in custom_ops.describe(lib)]
-        with registry.extra_ops(registrations(descs)):
-            graph = frontend.build_graph(model)
-            run_pipeline(graph, level=options.optimization_level, disabled=set(options.disabled_passes))
-            onnx.save(export_model(graph), os.fspath(path))
+        graph = optimize(source, self._compile_options())
+        onnx.save(export_model(graph), os.fspath(path))
         self._log.info("optimized model written to %s", path)
 
-    @staticmethod
-    def _compile_cached(source: Any, options: CompileOptions) -> str:
-        key = cache.artifact_key(cache.model_digest(source), options.key(), options.toolchain().identity())
-        return cache.get_or_build(key, lambda tmp: compile_model(source, tmp, options))
+    def _compile_cached(self, source: Any, options: CompileOptions) -> str:
+        """The artifact from the cache, compiled first if it is not there: then the log says so
+        before anything else happens, and gives the stage times when the build is done."""
+        from .._progress import CompileProgress
+        progress = CompileProgress()
+        name = os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else "the model"
+
+        def starting() -> None:
+            self._log.warning("compiling %s (first load; cached afterwards)", name)
+        folder, built = compile_cached(source, options, on_stage=progress, on_build=starting)
+        if built:
+            self._log.info("compiled %s in %.2fs; %s", name, progress.total(), progress.summary())
+        return folder
 
     @staticmethod
     def _resolve_providers(providers: Optional[Sequence[Any]],
