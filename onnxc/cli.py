@@ -1,4 +1,4 @@
-"""The ``onnxc`` command line: compile, run, verify, bench, profile, info, ops, completion."""
+"""The ``onnxc`` command line: compile, run, verify, bench, profile, info, cache, ops, completion."""
 from __future__ import annotations
 
 import argparse
@@ -531,9 +531,93 @@ def _info(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.artifact):
         return _model_info(args.artifact)
     manifest = read_manifest(args.artifact)
-    print(json.dumps({k: manifest[k] for k in ("onnxc_version", "inputs", "outputs", "arena_bytes",
-                                                "functions", "toolchain")}, indent=2))
+    if args.json:
+        print(json.dumps({k: manifest.get(k) for k in ("onnxc_version", "inputs", "outputs", "arena_bytes",
+                                                        "functions", "toolchain", "options")}, indent=2))
+        return EXIT_OK
+    print(f"artifact: {args.artifact}")
+    for line in describe_build(manifest):
+        print(line)
     return EXIT_OK
+
+
+_LEVEL_NAMES = {0: "0 (none)", 1: "1 (basic)", 2: "2 (extended)", 99: "99 (all)"}
+
+
+def describe_build(manifest: dict[str, Any]) -> list[str]:
+    """An artifact's manifest as lines people read: what it was built from, with which options
+    (everything that decides the code) and for which CPU."""
+    o = manifest.get("options") or {}
+    meta = manifest.get("meta") or {}
+    isa = manifest.get("isa") or []
+    simd = ("AVX-512" if "avx512f" in isa else "AVX2" if {"avx2", "fma"} <= set(isa) else
+            "NEON" if "neon" in isa else "portable C")
+    lines = [f"built by: onnxc {manifest.get('onnxc_version', '?')} for the {manifest.get('device', 'cpu')}"]
+    if meta.get("graph_name") is not None:
+        lines.append(f"graph: {meta.get('graph_name')!r}" + (f" (from {meta['producer_name']})"
+                                                               if meta.get("producer_name") else ""))
+    if manifest.get("specialise"):
+        lines.append(f"compiled per input signature when it runs: {manifest['specialise']}")
+    inter = o.get("inter_threads", 0)
+    lines += [
+        f"intra-op threads: {o.get('threads', '?')}" + (f"; nodes of a level run together on {inter}"
+                                                         if inter else ""),
+        f"graph optimization level: {_LEVEL_NAMES.get(o.get('optimization_level'), o.get('optimization_level'))}",
+        "disabled passes: " + (", ".join(o.get("disabled_passes") or ()) or "none"),
+        "fixed dims: " + (", ".join(f"{key}={size}" + (" (denotation)" if kind == "denotation" else "")
+                                    for kind, key, size in o.get("dim_overrides") or ()) or "none"),
+        f"SIMD target: {simd} (-march={o.get('march') or 'none: portable'}; C {o.get('opt', '?')})",
+        f"memory: {o.get('memory', '?')}" + (f", arena {human_size(manifest['arena_bytes'])}"
+                                              if "arena_bytes" in manifest else ""),
+    ]
+    extras = [name for name, on in (("profiling", o.get("profile")), ("denormals as zero", o.get("denormal_as_zero")),
+                                    ("custom ops", o.get("custom_ops")), ("initializers given", o.get("initializer_digests")))
+              if on]
+    if extras:
+        lines.append("also: " + ", ".join(extras))
+    for what in ("inputs", "outputs"):
+        for v in manifest.get(what) or ():
+            shape = ", ".join(str(d) if d is not None else "?" for d in v.get("shape") or ())
+            lines.append(f"{what[:-1]}: {v.get('name')!r} {v.get('dtype', '?')}[{shape}]")
+    if "functions" in manifest:
+        lines.append(f"node functions: {manifest['functions']}")
+    if manifest.get("toolchain"):
+        lines.append(f"toolchain: {manifest['toolchain'].split('|')[0]}")
+    return lines
+
+
+# --- cache ------------------------------------------------------------------------------------------------
+
+def _cache(args: argparse.Namespace) -> int:
+    from .runtime import cache
+    if args.action == "list":
+        entries = cache.entries()
+        rows = [[e.key, _entry_model(e.manifest), str((e.manifest.get("options") or {}).get("threads", "?")),
+                 human_size(e.bytes), time.strftime("%Y-%m-%d %H:%M", time.localtime(e.used))] for e in entries]
+        print(f"{cache.cache_root()}: {len(entries)} artifact(s), {human_size(sum(e.bytes for e in entries))}")
+        if rows:
+            _table(["key", "model", "threads", "size", "last used"], rows)
+        return EXIT_OK
+    if args.action == "info":
+        if not args.key:
+            raise CliError("cache info needs a KEY (see onnxc cache list)")
+        matches = [e for e in cache.entries() if e.key.startswith(args.key)]
+        if len(matches) != 1:
+            raise CliError(f"cache info {args.key}: {'no' if not matches else 'more than one'} artifact has that key")
+        print(f"artifact: {matches[0].folder}")
+        for line in describe_build(matches[0].manifest):
+            print(line)
+        return EXIT_OK
+    if args.older_than is not None and args.older_than < 0:
+        raise CliError("--older-than must be >= 0")
+    removed, freed = cache.clear(None if args.older_than is None else args.older_than * 86400.0)
+    print(f"removed {removed} artifact(s), {human_size(freed)}")
+    return EXIT_OK
+
+
+def _entry_model(manifest: dict[str, Any]) -> str:
+    meta = manifest.get("meta") or {}
+    return str(meta.get("graph_name") or "?")
 
 
 def _ops(args: argparse.Namespace) -> int:
@@ -569,6 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "onnxc bench model.onnx --runs 100",
                          "onnxc profile model.onnx --top 5",
                          "onnxc info model.onnx",
+                         "onnxc cache list",
                          "onnxc ops",
                          'eval "$(onnxc completion bash)"') + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"onnxc {__version__}")
@@ -708,11 +793,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="On a .onnx model: its opsets, inputs, outputs and every operator it uses "
                     "(control-flow bodies too) with node counts, unsupported ones marked; exit "
                     "status 2 when any is unsupported, 1 when onnx.checker finds the model invalid "
-                    "(other than for operators it does not know). On an artifact folder: its manifest "
-                    "(inputs, outputs, arena size, toolchain) as JSON.",
+                    "(other than for operators it does not know). On an artifact folder: what it was "
+                    "built with (threads, optimization level, disabled passes, fixed dims, SIMD target), "
+                    "its inputs and outputs; --json prints its manifest's fields as JSON.",
         epilog=_examples("onnxc info model.onnx", "onnxc info build/model"))
     p.add_argument("artifact", help="a .onnx model or an artifact folder")
+    p.add_argument("--json", action="store_true", help="an artifact's manifest as JSON")
     p.set_defaults(func=_info)
+
+    p = sub.add_parser(
+        "cache", parents=[logs], formatter_class=fmt, help="list, describe or prune the compile cache",
+        description="Every command and InferenceSession compile through one cache (ONNXC_CACHE_DIR, else "
+                    "~/.cache/onnxc): one artifact per model, options, onnxc version and compiler. "
+                    "list shows them with when each was last used; info KEY what one was built with; "
+                    "clear removes them all, or with --older-than DAYS those not used for that long.",
+        epilog=_examples("onnxc cache list", "onnxc cache info 3f2a", "onnxc cache clear --older-than 30"))
+    p.add_argument("action", choices=("list", "info", "clear"), help="list, info or clear")
+    p.add_argument("key", nargs="?", help="info: the artifact's key (or its start)")
+    p.add_argument("--older-than", type=float, metavar="DAYS", help="clear: only artifacts unused for DAYS days")
+    p.set_defaults(func=_cache)
 
     p = sub.add_parser(
         "ops", parents=[logs], formatter_class=fmt, help="list supported operators",
