@@ -552,7 +552,8 @@ def describe_build(manifest: dict[str, Any]) -> list[str]:
     isa = manifest.get("isa") or []
     simd = ("AVX-512" if "avx512f" in isa else "AVX2" if {"avx2", "fma"} <= set(isa) else
             "NEON" if "neon" in isa else "portable C")
-    lines = [f"built by: onnxc {manifest.get('onnxc_version', '?')} for the {manifest.get('device', 'cpu')}"]
+    lines = [f"built by: onnxc {manifest.get('onnxc_version', '?')} for the {manifest.get('device', 'cpu')}"
+             + (f" from {manifest['source']}" if manifest.get("source") else "")]
     if meta.get("graph_name") is not None:
         lines.append(f"graph: {meta.get('graph_name')!r}" + (f" (from {meta['producer_name']})"
                                                                if meta.get("producer_name") else ""))
@@ -567,7 +568,7 @@ def describe_build(manifest: dict[str, Any]) -> list[str]:
         "fixed dims: " + (", ".join(f"{key}={size}" + (" (denotation)" if kind == "denotation" else "")
                                     for kind, key, size in o.get("dim_overrides") or ()) or "none"),
         f"SIMD target: {simd} (-march={o.get('march') or 'none: portable'}; C {o.get('opt', '?')})",
-        f"memory: {o.get('memory', '?')}" + (f", arena {human_size(manifest['arena_bytes'])}"
+        f"memory: {o.get('memory', '?')}" + (f" ({human_size(manifest['arena_bytes'])} arena)"
                                               if "arena_bytes" in manifest else ""),
     ]
     extras = [name for name, on in (("profiling", o.get("profile")), ("denormals as zero", o.get("denormal_as_zero")),
@@ -616,8 +617,9 @@ def _cache(args: argparse.Namespace) -> int:
 
 
 def _entry_model(manifest: dict[str, Any]) -> str:
-    meta = manifest.get("meta") or {}
-    return str(meta.get("graph_name") or "?")
+    """The model file an artifact was first built from, else its graph's name."""
+    graph = (manifest.get("meta") or {}).get("graph_name")
+    return manifest.get("source") or (f"graph {graph!r}" if graph else "?")
 
 
 def _ops(args: argparse.Namespace) -> int:

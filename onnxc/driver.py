@@ -318,6 +318,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         # (the cache's digest of the model: a session given this folder with other options finds
         # the matching build in the cache by it)
         "model_sha256": _model_digest(source),
+        "source": os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else None,
     }
     manifest.update(emitted.extra)   # profile_nodes in profiling builds
     manifest["nodes"] = [{"name": n.name, "op": n.op_type, "domain": n.domain} for n in graph.nodes]

@@ -79,7 +79,7 @@ def test_top_level_help_documents_commands_and_exit_codes(capsys):
         assert status in out
 
 
-@pytest.mark.parametrize("command", ["compile", "run", "verify", "bench", "info", "ops", "completion"])
+@pytest.mark.parametrize("command", ["compile", "run", "verify", "bench", "info", "cache", "ops", "completion"])
 def test_every_command_has_help_with_examples(capsys, command):
     code, out, _ = _main(capsys, command, "--help")
     assert code == 0
@@ -126,6 +126,31 @@ def test_compile_summary_and_stages(capsys, models, tmp_path):
     code, out, err = _main(capsys, "compile", models["add"], "-o", tmp_path / "again", "--progress", "-O", "1")
     assert code == 0 and out.startswith(f"found in the cache {models['add']} -> ") and err == ""
     assert (tmp_path / "again" / "libmodel.so").read_bytes() == (tmp_path / "art" / "libmodel.so").read_bytes()
+
+
+def test_commands_share_one_cache(capsys, models, tmp_path, monkeypatch):
+    """`onnxc compile -o` builds through the cache, so `verify` and `run` of the same model
+    after it compile nothing; `cache list`, `info` and `clear` show and prune it."""
+    from onnxc import driver
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    builds = []
+    real = driver.compile_model
+    monkeypatch.setattr(driver, "compile_model", lambda *a, **k: builds.append(a) or real(*a, **k))
+    code, out, err = _main(capsys, "compile", models["add"], "-o", tmp_path / "art", "--threads", "0")
+    assert code == 0 and out.startswith("compiled") and len(builds) == 1, err
+    code, out, err = _main(capsys, "verify", models["add"])
+    assert code == 0 and "PASS" in out and len(builds) == 1, err
+    code, out, err = _main(capsys, "run", models["add"])
+    assert code == 0 and len(builds) == 1, err
+    code, out, _ = _main(capsys, "cache", "list")
+    assert code == 0 and "1 artifact(s)" in out and os.path.basename(models["add"]) in out
+    key = out.splitlines()[2].split()[0]
+    code, out, _ = _main(capsys, "cache", "info", key[:8])
+    assert code == 0 and "intra-op threads: " in out and "graph: 'test'" in out
+    code, out, _ = _main(capsys, "cache", "clear", "--older-than", "1")
+    assert code == 0 and out.startswith("removed 0 artifact(s)")
+    code, out, _ = _main(capsys, "cache", "clear")
+    assert code == 0 and out.startswith("removed 1 artifact(s)") and not (tmp_path / "cache" / key).exists()
 
 
 def test_compile_errors(capsys, models, tmp_path):
@@ -371,8 +396,11 @@ def test_info_and_ops(capsys, models, artifact):
     assert code == 0 and "ai.onnx::Add (opset 21): 1 node(s)  ok" in out and "every operator is supported" in out
     code, out, _ = _main(capsys, "info", models["unsupported"])
     assert code == 2 and "1 operator(s) not supported: com.example::Frobnicate" in out
-    code, out, _ = _main(capsys, "info", artifact)
+    code, out, _ = _main(capsys, "info", artifact, "--json")
     assert code == 0 and [i["name"] for i in json.loads(out)["inputs"]] == ["x", "y"]
+    code, out, _ = _main(capsys, "info", artifact)
+    assert code == 0 and "intra-op threads: 1\n" in out and "graph optimization level: 99 (all)" in out
+    assert "disabled passes: none" in out and "SIMD target: " in out and "input: 'x' float[batch, 3]" in out
     code, out, _ = _main(capsys, "ops")
     assert code == 0 and "ai.onnx::Add opset " in out
 
