@@ -55,8 +55,9 @@ class EmitOptions:
     # Embedded builds: symbolic input dims with a largest size (``--dim NAME<=MAX``). Values
     # and scratch whose sizes depend on them get arena room for the bounds, checked at run time.
     dim_bounds: dict[str, int] = field(default_factory=dict)
-    # Native builds of big models: node functions over several translation units (units.py).
-    split: bool = False
+    # Native builds of big models: node functions over up to this many translation units
+    # that compile in parallel (units.py); 1 keeps one unit.
+    units: int = 1
 
 
 @dataclass
@@ -185,7 +186,7 @@ class CEmitter:
         functions = sum(1 for f in unit.functions if f["kind"] == "node")
         if self.opt.embedded:
             return self._emit_embedded(data, inputs, outputs, functions)
-        parts = split_units(unit.functions) if self.opt.split else []
+        parts = split_units(unit.functions, self.opt.units) if self.opt.units > 1 else []
         units: dict[str, str] = {}
         if parts:
             data["split"] = True

@@ -276,7 +276,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                                           inter_threads=options.inter_threads, target=target,
                                           embedded=embedded, weights_file=options.weights,
                                           dim_bounds=dict(options.dim_bounds),
-                                          split=not embedded and not cuda), **extra).emit()
+                                          units=1 if embedded or cuda else usable_cores()), **extra).emit()
     units = emitted.units or {"model.cu" if cuda else "model.c": emitted.source}
     sources = [name for name in units if not name.endswith(".h")]
     stages.done("codegen", units=len(sources))
