@@ -182,6 +182,7 @@ def test_compile_disables_an_optimization(capsys, tmp_path):
 def test_live_display_is_a_progress_bar_over_the_units():
     """On a terminal the stage in progress and the units built are one bar (tqdm), redrawn in
     place; the stage times are kept for the summary."""
+    pytest.importorskip("tqdm")   # (pinned in the test extra; without it the display is plain lines)
     stream = io.StringIO()
     progress = CompileProgress(stream, live=True)
     progress("load/check", {"seconds": 0.5, "nodes": 3})
