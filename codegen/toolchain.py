@@ -4,6 +4,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -77,30 +78,41 @@ class Toolchain:
             _run_units([([self.cc, *flags, *objects, "-o", output, "-lm"], "")], 1, None)
 
 
-# on_unit(source, done, seconds): a translation unit was compiled, the done-th of the build.
-UnitCallback = Callable[[str, int, float], None]
+# on_unit(source, done, seconds, cpu_seconds): a translation unit was compiled, the done-th of
+# the build, in this wall time and this CPU time of the compiler.
+UnitCallback = Callable[[str, int, float, float], None]
 
 
 def _run_units(commands: list[tuple[list[str], str]], jobs: int, on_unit: Optional[UnitCallback]) -> None:
     """Runs compiler commands, ``jobs`` at a time; raises CompileError with the first failure's
     output once the others have finished."""
-    def run(cmd: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+    def run(cmd: list[str]) -> tuple[int, str, float, float]:
         start = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        return proc, time.perf_counter() - start
+        with tempfile.TemporaryFile() as output:
+            proc = subprocess.Popen(cmd, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)   # (its own CPU time, not the other jobs')
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            output.seek(0)
+            text = output.read().decode(errors="replace")
+        return proc.returncode, text, time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
     failure = None
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(run, cmd): (cmd, source) for cmd, source in commands}
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
             cmd, source = futures[future]
-            proc, seconds = future.result()
-            if proc.returncode != 0 and failure is None:
-                failure = CompileError(f"{' '.join(cmd)} failed:\n{(proc.stderr or proc.stdout)[-8000:]}")
+            returncode, text, seconds, cpu = future.result()
+            if returncode != 0 and failure is None:
+                failure = CompileError(f"{' '.join(cmd)} failed:\n{text[-8000:]}")
             if on_unit is not None and failure is None:
-                on_unit(os.path.basename(source), done, seconds)
+                on_unit(os.path.basename(source), done, seconds, cpu)
     if failure is not None:
         raise failure
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @functools.lru_cache(maxsize=None)
@@ -222,10 +234,10 @@ class CudaToolchain:
         """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split)."""
         [source] = sources
         compiler = self.cxx if self.emulate else self.nvcc
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _children_cpu()
         self._run([compiler, *self.flags(), source, "-o", output, "-lm"])
         if on_unit is not None:
-            on_unit(os.path.basename(source), 1, time.perf_counter() - start)
+            on_unit(os.path.basename(source), 1, time.perf_counter() - start, _children_cpu() - cpu)
 
     @staticmethod
     def _run(cmd: list[str]) -> None:

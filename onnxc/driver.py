@@ -128,7 +128,7 @@ def _command_line() -> str:
 # on_stage(stage, info) is called as each stage of a compile ends, with info["seconds"] the stage's
 # wall time: "load/check"; "pass" (info["name"]) for each pass that ran; "codegen" (info["units"]: the
 # translation units the C compile builds); "compile" for each unit built (info["unit"], ["done"],
-# ["total"]); "link". A callback that raises stops the compile.
+# ["total"], ["cpu"]: the compiler's CPU seconds); "link". A callback that raises stops the compile.
 StageCallback = Callable[[str, dict[str, Any]], None]
 
 
@@ -292,8 +292,8 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
     _write_atomic(os.path.join(output_dir, WEIGHTS), emitted.weights)
     lib_tmp = os.path.join(output_dir, f".{LIBRARY}.{os.getpid()}.tmp")
 
-    def unit_built(name: str, done: int, seconds: float) -> None:
-        stages.done("compile", unit=name, done=done, total=len(sources), seconds=seconds)
+    def unit_built(name: str, done: int, seconds: float, cpu: float) -> None:
+        stages.done("compile", unit=name, done=done, total=len(sources), seconds=seconds, cpu=cpu)
     toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
                            jobs=usable_cores(), on_unit=unit_built)
     stages.done("link")
