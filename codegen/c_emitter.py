@@ -26,6 +26,7 @@ from .kernel import Kernel, KernelContext, Target, TensorRef
 from .literals import c_literals
 from .names import Mangler, c_string, comment
 from .templates import render
+from .units import split_units
 
 INLINE_CONST_BYTES = 256      # larger constants go to the weights file
 PROFILE_MAX_DIMS = 32         # dims a profile event records (inputs' then outputs')
@@ -54,6 +55,9 @@ class EmitOptions:
     # Embedded builds: symbolic input dims with a largest size (``--dim NAME<=MAX``). Values
     # and scratch whose sizes depend on them get arena room for the bounds, checked at run time.
     dim_bounds: dict[str, int] = field(default_factory=dict)
+    # Native builds of big models: node functions over up to this many translation units
+    # that compile in parallel (units.py); 1 keeps one unit.
+    units: int = 1
 
 
 @dataclass
@@ -70,6 +74,10 @@ class CModel:
     extra: dict[str, Any] = field(default_factory=dict)
     weights_source: str = ""      # embedded builds: the weights as C arrays (weights.c), "" with weights.bin
     weights_bytes: int = 0        # embedded builds: the bytes of the weights (those arrays, or weights.bin)
+    # The files the library is built from, by name: model.c (the source above) and, where the
+    # node functions are split over units that compile in parallel, model_common.h and
+    # model_nodes_*.c (codegen/units.py).
+    units: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -173,19 +181,30 @@ class CEmitter:
             "rng_streams": unit.rng_streams,
             "embedded": False,
             "cuda": False,
+            "split": False,
         }
         inputs = [self._io_info(v, v.name) for v in g.inputs]
         outputs = [self._io_info(v, n) for v, n in zip(g.outputs, g.output_names)]
         functions = sum(1 for f in unit.functions if f["kind"] == "node")
         if self.opt.embedded:
             return self._emit_embedded(data, inputs, outputs, functions)
+        parts = split_units(unit.functions, self.opt.units) if self.opt.units > 1 else []
+        units: dict[str, str] = {}
+        if parts:
+            data["split"] = True
+            units["model_common.h"] = render("c/model_common.h.j2", data)
+            for k, part in enumerate(parts, 1):
+                units[f"model_nodes_{k}.c"] = render("c/model_nodes.c.j2", {
+                    "banner": data["banner"], "part": k, "parts": len(parts), "functions": part,
+                    "families": list(dict.fromkeys(f["family"].removesuffix(".c.j2").split("/")[-1] for f in part))})
         source = render(self.source_template, self._template_data(data))
+        units = {"model.c": source, **units}
         header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"]})
         extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
         if self.opt.profile:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
-                      inputs, outputs, functions, extra)
+                      inputs, outputs, functions, extra, units=units)
 
     def _emit_embedded(self, data: dict[str, Any], inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
                        functions: int) -> CModel:
@@ -512,6 +531,7 @@ class CEmitter:
                 + [f"int64_t *restrict {p}" for p in data_params]
             self.unit.functions.append({"kind": "node", "name": fname + "_shape", "comment": label + " (output shape)",
                                         "types": types, "params": fparams, "body": body, "host": True,
+                                        "family": "shape",
                                         "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
             for s in data_syms:
                 self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
@@ -581,7 +601,7 @@ class CEmitter:
             + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
             + out_params + [f"void *restrict {s}" for s, _ in scratch]
         self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
-                                    "params": fparams, "body": body, "launch": launch,
+                                    "params": fparams, "body": body, "launch": launch, "family": kernel.template,
                                     "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
         scratch_vars, heap_scratch, offset = [], [], self._scratch_base
         for s, size in scratch:

@@ -1,11 +1,16 @@
 """Building generated C with the system compiler."""
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import os
+import resource
 import shutil
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 from ..compiler.errors import CompileError
 
@@ -54,13 +59,60 @@ class Toolchain:
         resolve to (``-march=native`` builds differ from one CPU to the next)."""
         return f"{compiler_version(self.cc)}|{' '.join(self.flags())}|isa={','.join(self.isa())}"
 
-    def build_shared(self, source: str, output: str) -> None:
-        cmd = [self.cc, *self.flags(), source, "-o", output, "-lm"]
+    def build_shared(self, sources: list[str], output: str, jobs: int = 1,
+                     on_unit: Optional[UnitCallback] = None) -> None:
+        """Builds the shared library ``output`` from C translation units: one unit in one
+        command; several compiled to objects ``jobs`` at a time, then linked."""
         if shutil.which(self.cc) is None:
             raise CompileError(f"C compiler {self.cc!r} not found (set CC)")
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CompileError(f"{' '.join(cmd)} failed:\n{proc.stderr[-8000:]}")
+        flags = self.flags()
+        if len(sources) == 1:
+            _run_units([([self.cc, *flags, sources[0], "-o", output, "-lm"], sources[0])], 1, on_unit)
+            return
+        with tempfile.TemporaryDirectory(prefix=".objects-", dir=os.path.dirname(output) or ".") as folder:
+            objects = [os.path.join(folder, f"{k}.o") for k in range(len(sources))]
+            # (the biggest first: the last to finish is then a small one)
+            order = sorted(range(len(sources)), key=lambda k: -os.path.getsize(sources[k]))
+            _run_units([([self.cc, *flags, "-c", sources[k], "-o", objects[k]], sources[k]) for k in order],
+                       jobs, on_unit)
+            _run_units([([self.cc, *flags, *objects, "-o", output, "-lm"], "")], 1, None)
+
+
+# on_unit(source, done, seconds, cpu_seconds): a translation unit was compiled, the done-th of
+# the build, in this wall time and this CPU time of the compiler.
+UnitCallback = Callable[[str, int, float, float], None]
+
+
+def _run_units(commands: list[tuple[list[str], str]], jobs: int, on_unit: Optional[UnitCallback]) -> None:
+    """Runs compiler commands, ``jobs`` at a time; raises CompileError with the first failure's
+    output once the others have finished."""
+    def run(cmd: list[str]) -> tuple[int, str, float, float]:
+        start = time.perf_counter()
+        with tempfile.TemporaryFile() as output:
+            proc = subprocess.Popen(cmd, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)   # (its own CPU time, not the other jobs')
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            output.seek(0)
+            text = output.read().decode(errors="replace")
+        return proc.returncode, text, time.perf_counter() - start, usage.ru_utime + usage.ru_stime
+
+    failure = None
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(run, cmd): (cmd, source) for cmd, source in commands}
+        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            cmd, source = futures[future]
+            returncode, text, seconds, cpu = future.result()
+            if returncode != 0 and failure is None:
+                failure = CompileError(f"{' '.join(cmd)} failed:\n{text[-8000:]}")
+            if on_unit is not None and failure is None:
+                on_unit(os.path.basename(source), done, seconds, cpu)
+    if failure is not None:
+        raise failure
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @functools.lru_cache(maxsize=None)
@@ -177,9 +229,15 @@ class CudaToolchain:
         """nvcc -c (check_flags): the device and host code compiled, nothing linked."""
         self._run([self.nvcc, *self.check_flags(), source, "-o", output])
 
-    def build_shared(self, source: str, output: str) -> None:
+    def build_shared(self, sources: list[str], output: str, jobs: int = 1,
+                     on_unit: Optional[UnitCallback] = None) -> None:
+        """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split)."""
+        [source] = sources
         compiler = self.cxx if self.emulate else self.nvcc
+        start, cpu = time.perf_counter(), _children_cpu()
         self._run([compiler, *self.flags(), source, "-o", output, "-lm"])
+        if on_unit is not None:
+            on_unit(os.path.basename(source), 1, time.perf_counter() - start, _children_cpu() - cpu)
 
     @staticmethod
     def _run(cmd: list[str]) -> None:

@@ -24,7 +24,9 @@ def main() -> None:
     onnxc.compile_model("build/resnet50.onnx", "build/resnet50", command="python examples/demo.py")
     print(f"compiled build/resnet50.onnx -> build/resnet50/ in {time.perf_counter() - start:.1f}s")
 
-    sess = onnxc.InferenceSession("build/resnet50")
+    options = onnxc.SessionOptions()
+    options.intra_op_num_threads = 1    # what compile_model builds by default
+    sess = onnxc.InferenceSession("build/resnet50", options)
     name = sess.get_inputs()[0].name
     image = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
     sess.run(None, {name: image})

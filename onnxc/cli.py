@@ -1,7 +1,8 @@
-"""The ``onnxc`` command line: compile, run, verify, bench, profile, info, ops, completion."""
+"""The ``onnxc`` command line: compile, run, verify, bench, profile, info, cache, ops, completion."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -60,8 +61,9 @@ def _say(args: argparse.Namespace, text: str = "") -> None:
 # --- compile ----------------------------------------------------------------------------------
 
 def _compile(args: argparse.Namespace) -> int:
-    from ._cli_progress import Display, compile_with_stages, stderr_is_tty
-    from .driver import CompileOptions
+    from ._progress import CompileProgress, stderr_is_tty
+    from .driver import CompileOptions, compile_cached, compile_model
+    from .runtime.options import usable_cores
     if not os.path.isfile(args.model):
         raise CliError(f"model file not found: {args.model}")
     from .compiler.passes.pipeline import LOWERINGS, PIPELINE
@@ -73,29 +75,70 @@ def _compile(args: argparse.Namespace) -> int:
         raise CliError("--weights bin needs --target c")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", args.name):
         raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
+    if args.threads < 0:
+        raise CliError("--threads must be >= 0")
+    if args.threads > 1 and args.target == "c":
+        raise CliError("--threads: a --target c package runs on one thread")
     bounds: dict[str, int] = {}
     dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim, bounds).items()))
     _check_dim_names(args.model, [name for _, name, _ in dims] + list(bounds))
     _check_output_folder(args.output, "package" if args.target == "c" else "artifact", args.force)
     if bounds and args.target != "c":
         raise CliError("--dim NAME<=MAX needs --target c (an artifact for this machine takes any size)")
+    # (threads 0: one per usable core, as an InferenceSession's default, so that the commands
+    # that open the model later find this build in the cache)
+    threads = 1 if args.target == "c" else args.threads or usable_cores()
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
                              march="" if args.portable or args.target == "c" else args.march, prefix=args.name,
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
-                             dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights)
-    display = None
-    if not args.quiet and (args.progress or stderr_is_tty()):
-        display = Display(sys.stderr, live=stderr_is_tty())
-    manifest, timer = compile_with_stages(args.model, args.output, options, args.command_line, display)
-    took = timer.end - timer.start
+                             dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights,
+                             threads=threads)
+    shown = not args.quiet and (args.progress or stderr_is_tty())
+    progress = CompileProgress(sys.stderr if shown else None, live=stderr_is_tty())
+    try:
+        if args.target == "c":
+            manifest = compile_model(args.model, args.output, options, command=args.command_line, on_stage=progress)
+            built = True
+        else:
+            folder, built = compile_cached(args.model, options, on_stage=progress, command=args.command_line)
+            manifest = _copy_artifact(folder, args.output)
+    except Exception as e:
+        with contextlib.suppress(AttributeError, TypeError):
+            e.stage = progress.stage   # type: ignore[attr-defined]   (main() names it)
+        raise
+    finally:
+        progress.close()
+    took = progress.total()
+    if shown and built:
+        print(progress.summary(), file=sys.stderr)
     if args.target == "c":
         _say(args, f"wrote the C package {args.output} in {took:.2f}s (arena {human_size(manifest['arena_bytes'])}, "
                    f"weights {human_size(manifest['weights_bytes'])}, code {human_size(manifest['code_bytes'])} "
                    "on this host)")
         return EXIT_OK
-    _say(args, f"compiled {args.model} -> {args.output} in {took:.2f}s "
+    how = "compiled" if built else "found in the cache"
+    _say(args, f"{how} {args.model} -> {args.output} in {took:.2f}s "
                f"({manifest['functions']} node functions, arena {human_size(manifest['arena_bytes'])})")
     return EXIT_OK
+
+
+def _copy_artifact(folder: str, output: str) -> dict[str, Any]:
+    """Copies a cached artifact into ``output`` (replacing the files of an earlier artifact there);
+    returns its manifest."""
+    import shutil
+
+    from .driver import _write_atomic
+    os.makedirs(output, exist_ok=True)
+    for name in os.listdir(output):   # (an earlier build's units, which this one may not have)
+        if re.fullmatch(r"model_nodes_\d+\.c|model_common\.h", name):
+            os.unlink(os.path.join(output, name))
+    for name in sorted(os.listdir(folder)):
+        if not name.startswith("."):
+            with open(os.path.join(folder, name), "rb") as f:
+                _write_atomic(os.path.join(output, name), f.read())
+            shutil.copymode(os.path.join(folder, name), os.path.join(output, name))
+    with open(os.path.join(output, "manifest.json"), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def _check_dim_names(model: str, names: Sequence[str]) -> None:
@@ -117,7 +160,8 @@ def _check_dim_names(model: str, names: Sequence[str]) -> None:
 
 
 # What each kind of compile output holds; a folder with one of these is that kind.
-_OUTPUT_FILES = {"artifact": ("manifest.json", "libmodel.so", "weights.bin", "model.c", "model.cu", "model.h"),
+_OUTPUT_FILES = {"artifact": ("manifest.json", "libmodel.so", "weights.bin", "model.c", "model.cu", "model.h",
+                              "model_common.h"),
                  "package": ("Makefile", "main.c", "model.c", "model.h", "weights.c", "weights.bin", "README.md")}
 _OUTPUT_NAMES = {"artifact": "an onnxc artifact (manifest.json)", "package": "a C package (Makefile, main.c)"}
 
@@ -487,9 +531,95 @@ def _info(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.artifact):
         return _model_info(args.artifact)
     manifest = read_manifest(args.artifact)
-    print(json.dumps({k: manifest[k] for k in ("onnxc_version", "inputs", "outputs", "arena_bytes",
-                                                "functions", "toolchain")}, indent=2))
+    if args.json:
+        print(json.dumps({k: manifest.get(k) for k in ("onnxc_version", "inputs", "outputs", "arena_bytes",
+                                                        "functions", "toolchain", "options")}, indent=2))
+        return EXIT_OK
+    print(f"artifact: {args.artifact}")
+    for line in describe_build(manifest):
+        print(line)
     return EXIT_OK
+
+
+_LEVEL_NAMES = {0: "0 (none)", 1: "1 (basic)", 2: "2 (extended)", 99: "99 (all)"}
+
+
+def describe_build(manifest: dict[str, Any]) -> list[str]:
+    """An artifact's manifest as lines people read: what it was built from, with which options
+    (everything that decides the code) and for which CPU."""
+    o = manifest.get("options") or {}
+    meta = manifest.get("meta") or {}
+    isa = manifest.get("isa") or []
+    simd = ("AVX-512" if "avx512f" in isa else "AVX2" if {"avx2", "fma"} <= set(isa) else
+            "NEON" if "neon" in isa else "portable C")
+    lines = [f"built by: onnxc {manifest.get('onnxc_version', '?')} for the {manifest.get('device', 'cpu')}"
+             + (f" from {manifest['source']}" if manifest.get("source") else "")]
+    if meta.get("graph_name") is not None:
+        lines.append(f"graph: {meta.get('graph_name')!r}" + (f" (from {meta['producer_name']})"
+                                                               if meta.get("producer_name") else ""))
+    if manifest.get("specialise"):
+        lines.append(f"compiled per input signature when it runs: {manifest['specialise']}")
+    inter = o.get("inter_threads", 0)
+    lines += [
+        f"intra-op threads: {o.get('threads', '?')}" + (f"; nodes of a level run together on {inter}"
+                                                         if inter else ""),
+        f"graph optimization level: {_LEVEL_NAMES.get(o.get('optimization_level'), o.get('optimization_level'))}",
+        "disabled passes: " + (", ".join(o.get("disabled_passes") or ()) or "none"),
+        "fixed dims: " + (", ".join(f"{key}={size}" + (" (denotation)" if kind == "denotation" else "")
+                                    for kind, key, size in o.get("dim_overrides") or ()) or "none"),
+        f"SIMD target: {simd} (-march={o.get('march') or 'none: portable'}; C {o.get('opt', '?')})",
+        f"memory: {o.get('memory', '?')}" + (f" ({human_size(manifest['arena_bytes'])} arena)"
+                                              if "arena_bytes" in manifest else ""),
+    ]
+    extras = [name for name, on in (("profiling", o.get("profile")), ("denormals as zero", o.get("denormal_as_zero")),
+                                    ("custom ops", o.get("custom_ops")), ("initializers given", o.get("initializer_digests")))
+              if on]
+    if extras:
+        lines.append("also: " + ", ".join(extras))
+    for what in ("inputs", "outputs"):
+        for v in manifest.get(what) or ():
+            shape = ", ".join(str(d) if d is not None else "?" for d in v.get("shape") or ())
+            lines.append(f"{what[:-1]}: {v.get('name')!r} {v.get('dtype', '?')}[{shape}]")
+    if "functions" in manifest:
+        lines.append(f"node functions: {manifest['functions']}")
+    if manifest.get("toolchain"):
+        lines.append(f"toolchain: {manifest['toolchain'].split('|')[0]}")
+    return lines
+
+
+# --- cache ------------------------------------------------------------------------------------------------
+
+def _cache(args: argparse.Namespace) -> int:
+    from .runtime import cache
+    if args.action == "list":
+        entries = cache.entries()
+        rows = [[e.key, _entry_model(e.manifest), str((e.manifest.get("options") or {}).get("threads", "?")),
+                 human_size(e.bytes), time.strftime("%Y-%m-%d %H:%M", time.localtime(e.used))] for e in entries]
+        print(f"{cache.cache_root()}: {len(entries)} artifact(s), {human_size(sum(e.bytes for e in entries))}")
+        if rows:
+            _table(["key", "model", "threads", "size", "last used"], rows)
+        return EXIT_OK
+    if args.action == "info":
+        if not args.key:
+            raise CliError("cache info needs a KEY (see onnxc cache list)")
+        matches = [e for e in cache.entries() if e.key.startswith(args.key)]
+        if len(matches) != 1:
+            raise CliError(f"cache info {args.key}: {'no' if not matches else 'more than one'} artifact has that key")
+        print(f"artifact: {matches[0].folder}")
+        for line in describe_build(matches[0].manifest):
+            print(line)
+        return EXIT_OK
+    if args.older_than is not None and args.older_than < 0:
+        raise CliError("--older-than must be >= 0")
+    removed, freed = cache.clear(None if args.older_than is None else args.older_than * 86400.0)
+    print(f"removed {removed} artifact(s), {human_size(freed)}")
+    return EXIT_OK
+
+
+def _entry_model(manifest: dict[str, Any]) -> str:
+    """The model file an artifact was first built from, else its graph's name."""
+    graph = (manifest.get("meta") or {}).get("graph_name")
+    return manifest.get("source") or (f"graph {graph!r}" if graph else "?")
 
 
 def _ops(args: argparse.Namespace) -> int:
@@ -525,6 +655,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "onnxc bench model.onnx --runs 100",
                          "onnxc profile model.onnx --top 5",
                          "onnxc info model.onnx",
+                         "onnxc cache list",
                          "onnxc ops",
                          'eval "$(onnxc completion bash)"') + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"onnxc {__version__}")
@@ -569,6 +700,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "
                         "or bounded: NAME<=MAX builds for every size up to MAX, the arena sized for MAX")
+    p.add_argument("--threads", type=int, default=0,
+                   help="intra-op threads the code is built for (default 0: one per usable core, as an "
+                        "InferenceSession's default intra_op_num_threads)")
     p.add_argument("--force", action="store_true",
                    help="write into -o even when it holds another kind of output or other files")
     shown = p.add_mutually_exclusive_group()
@@ -661,11 +795,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="On a .onnx model: its opsets, inputs, outputs and every operator it uses "
                     "(control-flow bodies too) with node counts, unsupported ones marked; exit "
                     "status 2 when any is unsupported, 1 when onnx.checker finds the model invalid "
-                    "(other than for operators it does not know). On an artifact folder: its manifest "
-                    "(inputs, outputs, arena size, toolchain) as JSON.",
+                    "(other than for operators it does not know). On an artifact folder: what it was "
+                    "built with (threads, optimization level, disabled passes, fixed dims, SIMD target), "
+                    "its inputs and outputs; --json prints its manifest's fields as JSON.",
         epilog=_examples("onnxc info model.onnx", "onnxc info build/model"))
     p.add_argument("artifact", help="a .onnx model or an artifact folder")
+    p.add_argument("--json", action="store_true", help="an artifact's manifest as JSON")
     p.set_defaults(func=_info)
+
+    p = sub.add_parser(
+        "cache", parents=[logs], formatter_class=fmt, help="list, describe or prune the compile cache",
+        description="Every command and InferenceSession compile through one cache (ONNXC_CACHE_DIR, else "
+                    "~/.cache/onnxc): one artifact per model, options, onnxc version and compiler. "
+                    "list shows them with when each was last used; info KEY what one was built with; "
+                    "clear removes them all, or with --older-than DAYS those not used for that long.",
+        epilog=_examples("onnxc cache list", "onnxc cache info 3f2a", "onnxc cache clear --older-than 30"))
+    p.add_argument("action", choices=("list", "info", "clear"), help="list, info or clear")
+    p.add_argument("key", nargs="?", help="info: the artifact's key (or its start)")
+    p.add_argument("--older-than", type=float, metavar="DAYS", help="clear: only artifacts unused for DAYS days")
+    p.set_defaults(func=_cache)
 
     p = sub.add_parser(
         "ops", parents=[logs], formatter_class=fmt, help="list supported operators",

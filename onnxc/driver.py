@@ -5,6 +5,7 @@ weights file and ``manifest.json``, which the runtime reads to load it.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -12,8 +13,9 @@ import os
 import shlex
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from . import __version__
 from .codegen import embedded as embedded_package
@@ -23,9 +25,11 @@ from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, CudaToolchain, Toolchain
 from .compiler import frontend
 from .compiler.errors import RankKnownAtRunTime, UnsupportedError
+from .compiler.ir import Graph
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
 from .runtime import custom_ops as custom_op_library
+from .runtime.options import usable_cores
 from .compiler.passes.pipeline import LOWERINGS, run_pipeline
 
 MANIFEST = "manifest.json"
@@ -125,13 +129,52 @@ def _command_line() -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+# on_stage(stage, info) is called as each stage of a compile ends, with info["seconds"] the stage's
+# wall time: "load/check"; "pass" (info["name"]) for each pass that ran; "codegen" (info["units"]: the
+# translation units the C compile builds); "compile" for each unit built (info["unit"], ["done"],
+# ["total"], ["cpu"]: the compiler's CPU seconds); "link". A callback that raises stops the compile.
+StageCallback = Callable[[str, dict[str, Any]], None]
+
+
+class _Stages:
+    """Times consecutive stages and reports each one's end to the callback."""
+
+    def __init__(self, on_stage: Optional[StageCallback]) -> None:
+        self.on_stage = on_stage
+        self.mark = time.perf_counter()
+
+    def done(self, stage: str, **info: Any) -> None:
+        now = time.perf_counter()
+        if self.on_stage is not None:
+            self.on_stage(stage, {"seconds": now - self.mark, **info})
+        self.mark = now
+
+
 def compile_model(source: frontend.ModelSource, output_dir: str | os.PathLike,
-                  options: Optional[CompileOptions] = None, command: Optional[str] = None) -> dict[str, Any]:
-    """Compile ``source`` into ``output_dir`` (created; files replaced). Returns the manifest."""
+                  options: Optional[CompileOptions] = None, command: Optional[str] = None,
+                  on_stage: Optional[StageCallback] = None) -> dict[str, Any]:
+    """Compile ``source`` into ``output_dir`` (created; files replaced). Returns the manifest.
+    ``on_stage`` hears of each stage as it ends (see ``StageCallback``)."""
     options = options or CompileOptions()
-    descs = [d for path, _ in options.custom_ops for d in custom_op_library.describe(path)]
-    with registry.extra_ops(custom_registrations(descs)):
-        return _compile(source, output_dir, options, command, descs)
+    with _custom_ops(options) as descs:
+        return _compile(source, output_dir, options, command, descs, _Stages(on_stage))
+
+
+def compile_cached(source: frontend.ModelSource, options: CompileOptions, on_stage: Optional[StageCallback] = None,
+                   command: Optional[str] = None,
+                   on_build: Optional[Callable[[], None]] = None) -> tuple[str, bool]:
+    """The artifact folder of ``source`` built with ``options`` in the compile cache, and whether
+    this call built it (``on_build`` is called first) rather than finding it there."""
+    from .runtime import cache
+    key = cache.artifact_key(cache.model_digest(source), options.key(), options.toolchain().identity())
+    built = []
+
+    def build(folder: str) -> None:
+        if on_build is not None:
+            on_build()
+        built.append(True)
+        compile_model(source, folder, options, command=command, on_stage=on_stage)
+    return cache.get_or_build(key, build), bool(built)
 
 
 def generate_source(source: frontend.ModelSource, options: Optional[CompileOptions] = None,
@@ -139,12 +182,29 @@ def generate_source(source: frontend.ModelSource, options: Optional[CompileOptio
     """What compile_model writes, without writing or building it: the generated translation
     unit, header and weights (e.g. to check a CUDA build with nvcc on a machine without a GPU)."""
     options = options or CompileOptions()
+    with _custom_ops(options) as descs:
+        return _compile(source, None, options, command, descs, _Stages(None))
+
+
+def optimize(source: frontend.ModelSource, options: Optional[CompileOptions] = None,
+             on_stage: Optional[StageCallback] = None) -> Graph:
+    """The front half of every compile: the model loaded and checked, the caller's dims,
+    initializers and input signature applied, and the passes of ``options`` run. Returns the
+    IR graph the code generator would be given (``optimized_model_filepath`` exports it)."""
+    options = options or CompileOptions()
+    with _custom_ops(options) as descs:
+        return _optimize(source, options, descs, _Stages(on_stage))
+
+
+@contextlib.contextmanager
+def _custom_ops(options: CompileOptions) -> Iterator[list]:
+    """The custom-op libraries of ``options`` described, and their ops visible to the frontend."""
     descs = [d for path, _ in options.custom_ops for d in custom_op_library.describe(path)]
     with registry.extra_ops(custom_registrations(descs)):
-        return _compile(source, None, options, command, descs)
+        yield descs
 
 
-def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list) -> Any:
+def _check_options(options: CompileOptions, descs: list) -> None:
     if options.target not in ("native", "c", "cuda"):
         raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
     if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile):
@@ -158,12 +218,21 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
     if options.target == "c" and (options.threads > 1 or options.inter_threads or options.profile or descs
                                   or options.memory != "arena"):
         raise ValueError("--target c builds run on one thread, without profiling, custom ops or heap memory")
+
+
+def _load(source: Any, options: CompileOptions) -> Any:
+    """The model with the caller's dims and initializers, before any input signature."""
     model = frontend.load_model(source)
     if options.dim_overrides:
         model = frontend.fix_input_dims(model, options.dim_overrides)
     if options.initializers:
         model = frontend.replace_initializers(model, options.initializers)
-    generic = model
+    return model
+
+
+def _optimize(source: Any, options: CompileOptions, descs: list, stages: _Stages) -> Graph:
+    _check_options(options, descs)
+    model = _load(source, options)
     if options.input_shapes or options.input_values:
         model = frontend.specialise_inputs(model, options.input_shapes, options.input_values)
     graph = frontend.build_graph(model)
@@ -176,13 +245,21 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         keep = [i for i, name in enumerate(graph.output_names) if name in options.outputs]
         graph.outputs = [graph.outputs[i] for i in keep]
         graph.output_names = [graph.output_names[i] for i in keep]
+    stages.done("load/check", nodes=len(graph.nodes))
+    run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
+                 disabled=set(options.disabled_passes), target=options.target,
+                 trace=lambda name, _: stages.done("pass", name=name))
+    return graph
+
+
+def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list,
+             stages: _Stages) -> Any:
     try:
-        run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
-                     disabled=set(options.disabled_passes), target=options.target)
+        graph = _optimize(source, options, descs, stages)
     except RankKnownAtRunTime as e:
         if output_dir is None or options.target == "c" or options.input_shapes or options.input_values:
             raise
-        return _write_specialising(generic, os.fspath(output_dir), options, str(e))
+        return _write_specialising(_load(source, options), os.fspath(output_dir), options, str(e))
     toolchain = options.toolchain()
     embedded = options.target == "c"
     cuda = options.target == "cuda"
@@ -202,7 +279,11 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                                           memory=options.memory, threads=options.threads,
                                           inter_threads=options.inter_threads, target=target,
                                           embedded=embedded, weights_file=options.weights,
-                                          dim_bounds=dict(options.dim_bounds)), **extra).emit()
+                                          dim_bounds=dict(options.dim_bounds),
+                                          units=1 if embedded or cuda else usable_cores()), **extra).emit()
+    units = emitted.units or {"model.cu" if cuda else "model.c": emitted.source}
+    sources = [name for name in units if not name.endswith(".h")]
+    stages.done("codegen", units=len(sources))
     if output_dir is None:
         return emitted
     output_dir = os.fspath(output_dir)
@@ -210,13 +291,16 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,
                                               graph.name)
     os.makedirs(output_dir, exist_ok=True)
-    source_name = "model.cu" if cuda else "model.c"
-    files = {source_name: emitted.source, "model.h": emitted.header}
-    for name, text in files.items():
+    for name, text in {**units, "model.h": emitted.header}.items():
         _write_atomic(os.path.join(output_dir, name), text.encode())
     _write_atomic(os.path.join(output_dir, WEIGHTS), emitted.weights)
     lib_tmp = os.path.join(output_dir, f".{LIBRARY}.{os.getpid()}.tmp")
-    toolchain.build_shared(os.path.join(output_dir, source_name), lib_tmp)
+
+    def unit_built(name: str, done: int, seconds: float, cpu: float) -> None:
+        stages.done("compile", unit=name, done=done, total=len(sources), seconds=seconds, cpu=cpu)
+    toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
+                           jobs=usable_cores(), on_unit=unit_built)
+    stages.done("link")
     os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -235,6 +319,10 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         "isa": toolchain.isa(),   # the CPU features the library needs (runtime/cpu.py)
         "device": "cuda" if cuda else "cpu",
         "options": json.loads(options.key()),
+        # (the cache's digest of the model: a session given this folder with other options finds
+        # the matching build in the cache by it)
+        "model_sha256": _model_digest(source),
+        "source": os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else None,
     }
     manifest.update(emitted.extra)   # profile_nodes in profiling builds
     manifest["nodes"] = [{"name": n.name, "op": n.op_type, "domain": n.domain} for n in graph.nodes]
@@ -265,6 +353,11 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
     }
     _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
     return manifest
+
+
+def _model_digest(source: Any) -> str:
+    from .runtime import cache
+    return cache.model_digest(source)
 
 
 def _sha256_file(path: str) -> str:

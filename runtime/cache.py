@@ -9,14 +9,17 @@ the user's alone: one that other users can write is refused.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
+import time
 from typing import Callable, Iterator, Optional
 
 import onnx
@@ -285,6 +288,7 @@ def get_or_build(key: str, build: Callable[[str], object], root: Optional[str] =
     root = root or cache_root()
     final = os.path.join(root, key)
     if os.path.isdir(final) and is_intact(final):
+        _mark_used(final)
         return final
     with _locked(os.path.join(root, f"{key}.lock")):
         if os.path.isdir(final):
@@ -305,3 +309,60 @@ def get_or_build(key: str, build: Callable[[str], object], root: Optional[str] =
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     return final
+
+
+_KEY = re.compile(r"[0-9a-f]{32}")
+
+
+def _mark_used(folder: str) -> None:
+    """The folder's modification time is when the cache last handed it out (``clear --older-than``)."""
+    with contextlib.suppress(OSError):
+        os.utime(folder)
+
+
+@dataclasses.dataclass
+class Entry:
+    """One artifact of the cache."""
+    key: str
+    folder: str
+    manifest: dict
+    bytes: int
+    used: float           # when it was last built or handed out (seconds since the epoch)
+
+
+def entries(root: Optional[str] = None) -> list[Entry]:
+    """The cache's artifacts, the most recently used first."""
+    root = root or cache_root()
+    found = []
+    for name in os.listdir(root):
+        folder = os.path.join(root, name)
+        if not _KEY.fullmatch(name) or not os.path.isdir(folder):
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
+                manifest = json.load(f)
+            size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+            found.append(Entry(name, folder, manifest if isinstance(manifest, dict) else {}, size,
+                               os.stat(folder).st_mtime))
+    return sorted(found, key=lambda e: -e.used)
+
+
+def clear(older_than: Optional[float] = None, root: Optional[str] = None) -> tuple[int, int]:
+    """Removes the cache's artifacts, or those unused for ``older_than`` seconds, each under its
+    key's lock (never one being built); returns how many and their bytes."""
+    root = root or cache_root()
+    now = time.time()
+    removed = freed = 0
+    for entry in entries(root):
+        if older_than is not None and now - entry.used < older_than:
+            continue
+        lock = os.path.join(root, f"{entry.key}.lock")
+        with _locked(lock):
+            shutil.rmtree(entry.folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        removed += 1
+        freed += entry.bytes
+    if older_than is None:
+        shutil.rmtree(os.path.join(root, "index"), ignore_errors=True)   # (model digests: remade as needed)
+    return removed, freed

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import json
 import logging
 import os
 import re
@@ -16,11 +17,12 @@ import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import CompileError, InvalidArgument, RuntimeFailure, UnsupportedError
-from ..driver import CompileOptions, compile_model
+from ..driver import CompileOptions, compile_cached, optimize
 from . import cache, cuda, environment
 from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
-from .options import MARCH_KEY, Env, RunOptions, SessionOptions, usable_cores
+from .options import (MARCH_KEY, Env, ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions,
+                      usable_cores)
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
 from .specialise import SpecialisingModel
@@ -161,6 +163,8 @@ class InferenceSession:
             cache.verify_artifact(folder)   # a library that fails its checksum is never loaded
             if read_manifest(folder).get("device") == "cuda":
                 self._providers, self._cuda = [cuda.CUDA, CPU], self._cuda or {}
+            else:
+                folder = self._build_for_options(folder)
         else:
             try:
                 folder = self._compile_cached(self._source, self._compile_options())
@@ -181,6 +185,39 @@ class InferenceSession:
             if need > limit:
                 raise RuntimeFailure(f"CUDAExecutionProvider: the model needs {need} bytes of device memory "
                                      f"(arena and weights), over gpu_mem_limit {limit}")
+
+    def _build_for_options(self, folder: str) -> str:
+        """An artifact folder built with other options than the session's: the cache's build of
+        the same model with the session's options when there is one; else the folder as it is,
+        with one warning of what differs, and the session's options (get_session_options) set
+        to what runs."""
+        manifest = read_manifest(folder)
+        built = manifest.get("options")
+        if not isinstance(built, dict) or manifest.get("specialise"):
+            return folder
+        options = self._compile_options()
+        wanted = json.loads(options.key())
+        deciding = DECIDING_OPTIONS + ((("march",) if MARCH_KEY in self._sess_options._config else ()))
+        differ = [name for name in deciding if name in built and built[name] != wanted[name]]
+        if not differ:
+            return folder
+        digest = manifest.get("model_sha256")
+        if isinstance(digest, str):
+            key = cache.artifact_key(digest, options.key(), options.toolchain().identity())
+            cached = os.path.join(cache.cache_root(), key)
+            if os.path.isdir(cached) and cache.is_intact(cached):
+                self._log.info("%s was built with other options (%s): running the cache's build for the "
+                               "session's", folder, ", ".join(differ))
+                return cached
+        what = "; ".join(f"{name} {built[name]!r}, not {wanted[name]!r}" for name in differ)
+        if (folder, what) not in _warned:
+            _warned.add((folder, what))
+            warnings.warn(f"{folder} was built with other options than the session's ({what}) and the cache has "
+                          "no build for the session's: it runs as built, and get_session_options() says so "
+                          "(compile the model with the session's options, e.g. onnxc compile --threads N)",
+                          stacklevel=4)
+        self._sess_options = _as_built(self._sess_options, built)
+        return folder
 
     def _open(self, folder: str) -> CompiledModel | SpecialisingModel:
         """Load an artifact: a compiled model, or a model compiled per input signature."""
@@ -241,29 +278,24 @@ class InferenceSession:
         """The graph after onnxc's passes, as an ONNX model onnxruntime can load."""
         import onnx
 
-        from ..compiler import frontend
         from ..compiler.export import export_model
-        from ..compiler.passes.pipeline import run_pipeline
-        options = self._compile_options()
-        model = frontend.load_model(source)
-        if options.dim_overrides:
-            model = frontend.fix_input_dims(model, options.dim_overrides)
-        if options.initializers:
-            model = frontend.replace_initializers(model, options.initializers)
-        from ..compiler.ops import registry
-        from ..compiler.ops._custom import registrations
-        from . import custom_ops
-        descs = [d for lib, _ in options.custom_ops for d in custom_ops.describe(lib)]
-        with registry.extra_ops(registrations(descs)):
-            graph = frontend.build_graph(model)
-            run_pipeline(graph, level=options.optimization_level, disabled=set(options.disabled_passes))
-            onnx.save(export_model(graph), os.fspath(path))
+        graph = optimize(source, self._compile_options())
+        onnx.save(export_model(graph), os.fspath(path))
         self._log.info("optimized model written to %s", path)
 
-    @staticmethod
-    def _compile_cached(source: Any, options: CompileOptions) -> str:
-        key = cache.artifact_key(cache.model_digest(source), options.key(), options.toolchain().identity())
-        return cache.get_or_build(key, lambda tmp: compile_model(source, tmp, options))
+    def _compile_cached(self, source: Any, options: CompileOptions) -> str:
+        """The artifact from the cache, compiled first if it is not there: then the log says so
+        before anything else happens, and gives the stage times when the build is done."""
+        from .._progress import CompileProgress
+        progress = CompileProgress()
+        name = os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else "the model"
+
+        def starting() -> None:
+            self._log.warning("compiling %s (first load; cached afterwards)", name)
+        folder, built = compile_cached(source, options, on_stage=progress, on_build=starting)
+        if built:
+            self._log.info("compiled %s in %.2fs; %s", name, progress.total(), progress.summary())
+        return folder
 
     @staticmethod
     def _resolve_providers(providers: Optional[Sequence[Any]],
@@ -663,6 +695,37 @@ def _type_string(dtype: np.dtype) -> str:
         return dt.from_numpy(dtype).type_string
     except Exception:
         return f"numpy {dtype}"
+
+
+# The compile options that decide what an artifact runs as and that session options set: an
+# artifact folder built with others runs as built, with a warning.
+DECIDING_OPTIONS = ("threads", "inter_threads", "optimization_level", "disabled_passes", "dim_overrides",
+                    "memory", "denormal_as_zero")
+_warned: set[tuple[str, str]] = set()
+
+
+def _as_built(so: SessionOptions, built: dict[str, Any]) -> SessionOptions:
+    """A copy of ``so`` that says what an artifact built with ``built`` (its manifest's options) runs as."""
+    copy = SessionOptions()
+    for name in SessionOptions.__slots__:
+        value = getattr(so, name)
+        setattr(copy, name, value.copy() if isinstance(value, (dict, list)) else value)
+    copy.intra_op_num_threads = int(built.get("threads", copy.intra_op_num_threads))
+    inter = int(built.get("inter_threads", 0))
+    copy.execution_mode = ExecutionMode.ORT_PARALLEL if inter > 0 else ExecutionMode.ORT_SEQUENTIAL
+    if inter > 0:
+        copy.inter_op_num_threads = inter
+    level = int(built.get("optimization_level", int(copy.graph_optimization_level)))
+    copy.graph_optimization_level = GraphOptimizationLevel(level) if level in (0, 1, 2, 99) else level
+    memory = built.get("memory", "arena")
+    copy.enable_mem_pattern = copy.enable_cpu_mem_arena = memory != "heap"
+    copy.enable_mem_reuse = memory == "arena"
+    copy._dim_overrides = {(kind, key): int(size) for kind, key, size in built.get("dim_overrides", ())}
+    if built.get("denormal_as_zero"):
+        copy._config["session.set_denormal_as_zero"] = "1"
+    else:
+        copy._config.pop("session.set_denormal_as_zero", None)
+    return copy
 
 
 def _march(value: str) -> str:

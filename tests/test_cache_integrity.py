@@ -18,6 +18,7 @@ from onnx import helper
 
 import onnxc
 from helpers import make_model
+from onnxc import driver
 from onnxc.runtime import cache, session
 
 WEIGHTS = np.arange(256, dtype=np.float32)
@@ -41,9 +42,9 @@ def cache_dir(tmp_path, monkeypatch):
 def compiles(monkeypatch):
     """The folders the session compiled into, in order."""
     built = []
-    real = session.compile_model
-    monkeypatch.setattr(session, "compile_model", lambda source, out, options: built.append(out)
-                        or real(source, out, options))
+    real = driver.compile_model
+    monkeypatch.setattr(driver, "compile_model", lambda source, out, options, **kw: built.append(out)
+                        or real(source, out, options, **kw))
     return built
 
 
@@ -153,14 +154,14 @@ WORKER = textwrap.dedent("""
     import json, os, sys, time
     import numpy as np
     import onnxc
-    from onnxc.runtime import session
+    from onnxc import driver
     built = []
-    real = session.compile_model
-    def slow_compile(source, out, options):
+    real = driver.compile_model
+    def slow_compile(source, out, options, **kw):
         built.append(out)
         time.sleep(0.5)   # every process arrives while the first one builds
-        return real(source, out, options)
-    session.compile_model = slow_compile
+        return real(source, out, options, **kw)
+    driver.compile_model = slow_compile
     while not os.path.exists(sys.argv[2]):
         time.sleep(0.001)
     sess = onnxc.InferenceSession(sys.argv[1])

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxc
 from onnxc import cli
 from onnxc._cli_data import compare, safe_file_name, save_outputs
-from onnxc._cli_progress import Display, StageTimer
+from onnxc._progress import CompileProgress
 
 needs_ort = requires(importlib.util.find_spec("onnxruntime") is not None, "needs onnxruntime (the test extra)")
 ODD_NAME = "w/1:out"  # an output name that is no file name
@@ -79,7 +79,7 @@ def test_top_level_help_documents_commands_and_exit_codes(capsys):
         assert status in out
 
 
-@pytest.mark.parametrize("command", ["compile", "run", "verify", "bench", "info", "ops", "completion"])
+@pytest.mark.parametrize("command", ["compile", "run", "verify", "bench", "info", "cache", "ops", "completion"])
 def test_every_command_has_help_with_examples(capsys, command):
     code, out, _ = _main(capsys, command, "--help")
     assert code == 0
@@ -117,15 +117,40 @@ def test_compile_summary_and_stages(capsys, models, tmp_path):
     code, out, err = _main(capsys, "compile", models["add"], "-o", tmp_path / "art", "--progress", "-O", "1")
     assert code == 0
     assert out.startswith(f"compiled {models['add']} -> ") and "node functions" in out
-    # the stages, in order, then their durations
+    # one line per stage as it ends, then their durations
     lines = err.splitlines()
-    assert lines[:4] == ["[1/4] load/check", "[2/4] passes", "[3/4] codegen", "[4/4] C compile"]
-    assert lines[4].startswith("stages: load/check ") and "C compile" in lines[4]
-    # the driver is left as it was
+    assert [line.split()[0] for line in lines[:-1]] == ["load/check", "passes", "codegen", "C", "link"]
+    assert lines[3].startswith("C compile ") and lines[3].endswith("(1 unit)")
+    assert lines[-1].startswith("stages: load/check ") and "C compile" in lines[-1]
+    # compiled again: the cache has it, and nothing is shown
+    code, out, err = _main(capsys, "compile", models["add"], "-o", tmp_path / "again", "--progress", "-O", "1")
+    assert code == 0 and out.startswith(f"found in the cache {models['add']} -> ") and err == ""
+    assert (tmp_path / "again" / "libmodel.so").read_bytes() == (tmp_path / "art" / "libmodel.so").read_bytes()
+
+
+def test_commands_share_one_cache(capsys, models, tmp_path, monkeypatch):
+    """`onnxc compile -o` builds through the cache, so `verify` and `run` of the same model
+    after it compile nothing; `cache list`, `info` and `clear` show and prune it."""
     from onnxc import driver
-    from onnxc.codegen.c_emitter import CEmitter
-    from onnxc.compiler.passes.pipeline import run_pipeline
-    assert driver.CEmitter is CEmitter and driver.run_pipeline is run_pipeline
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    builds = []
+    real = driver.compile_model
+    monkeypatch.setattr(driver, "compile_model", lambda *a, **k: builds.append(a) or real(*a, **k))
+    code, out, err = _main(capsys, "compile", models["add"], "-o", tmp_path / "art", "--threads", "0")
+    assert code == 0 and out.startswith("compiled") and len(builds) == 1, err
+    code, out, err = _main(capsys, "verify", models["add"])
+    assert code == 0 and "PASS" in out and len(builds) == 1, err
+    code, out, err = _main(capsys, "run", models["add"])
+    assert code == 0 and len(builds) == 1, err
+    code, out, _ = _main(capsys, "cache", "list")
+    assert code == 0 and "1 artifact(s)" in out and os.path.basename(models["add"]) in out
+    key = out.splitlines()[2].split()[0]
+    code, out, _ = _main(capsys, "cache", "info", key[:8])
+    assert code == 0 and "intra-op threads: " in out and "graph: 'test'" in out
+    code, out, _ = _main(capsys, "cache", "clear", "--older-than", "1")
+    assert code == 0 and out.startswith("removed 0 artifact(s)")
+    code, out, _ = _main(capsys, "cache", "clear")
+    assert code == 0 and out.startswith("removed 1 artifact(s)") and not (tmp_path / "cache" / key).exists()
 
 
 def test_compile_errors(capsys, models, tmp_path):
@@ -154,21 +179,25 @@ def test_compile_disables_an_optimization(capsys, tmp_path):
     assert code == 1 and "no_such_pass" in err and "conv_winograd" in err
 
 
-def test_live_display_redraws_one_line():
+def test_live_display_is_a_progress_bar_over_the_units():
+    """On a terminal the stage in progress and the units built are one bar (tqdm), redrawn in
+    place; the stage times are kept for the summary."""
+    pytest.importorskip("tqdm")   # (pinned in the test extra; without it the display is plain lines)
     stream = io.StringIO()
-    display = Display(stream, live=True)
-    timer = StageTimer(display.update)
-    display.update(timer)
-    timer("passes", None)
-    timer("passes", "infer_shapes")
-    timer("codegen", None)
-    timer("C compile", None)
-    timer.finish()
-    display.close(timer, ok=True)
-    text = stream.getvalue()
-    assert "\r\x1b[K[2/4] passes (after infer_shapes)" in text and "\r\x1b[K[4/4] C compile" in text
-    assert text.endswith("\n") and text.rsplit("\r\x1b[K", 1)[-1].startswith("stages: load/check")
-    assert [s for s, _ in timer.durations()] == ["load/check", "passes", "codegen", "C compile"]
+    progress = CompileProgress(stream, live=True)
+    progress("load/check", {"seconds": 0.5, "nodes": 3})
+    progress("pass", {"seconds": 0.1, "name": "infer_shapes"})
+    assert "passes (after infer_shapes)" in stream.getvalue()
+    progress("codegen", {"seconds": 0.2, "units": 3})
+    progress("compile", {"seconds": 1.0, "unit": "model_nodes_1.c", "done": 1, "total": 3})
+    assert "C compile" in stream.getvalue().rsplit("\r", 1)[-1] and "1/3 units" in stream.getvalue()
+    progress("compile", {"seconds": 1.0, "unit": "model_nodes_2.c", "done": 2, "total": 3})
+    progress("compile", {"seconds": 1.0, "unit": "model.c", "done": 3, "total": 3})
+    progress("link", {"seconds": 0.1})
+    progress.close()
+    assert "\r" in stream.getvalue() and "\n" not in stream.getvalue().rstrip("\n")   # redrawn, not appended
+    assert list(progress.seconds) == ["load/check", "passes", "codegen", "C compile", "link"]
+    assert progress.summary().startswith("stages: load/check 0.50s, passes 0.10s, codegen 0.20s, C compile ")
 
 
 # --- run -------------------------------------------------------------------------------------------------
@@ -368,8 +397,11 @@ def test_info_and_ops(capsys, models, artifact):
     assert code == 0 and "ai.onnx::Add (opset 21): 1 node(s)  ok" in out and "every operator is supported" in out
     code, out, _ = _main(capsys, "info", models["unsupported"])
     assert code == 2 and "1 operator(s) not supported: com.example::Frobnicate" in out
-    code, out, _ = _main(capsys, "info", artifact)
+    code, out, _ = _main(capsys, "info", artifact, "--json")
     assert code == 0 and [i["name"] for i in json.loads(out)["inputs"]] == ["x", "y"]
+    code, out, _ = _main(capsys, "info", artifact)
+    assert code == 0 and "intra-op threads: 1\n" in out and "graph optimization level: 99 (all)" in out
+    assert "disabled passes: none" in out and "SIMD target: " in out and "input: 'x' float[batch, 3]" in out
     code, out, _ = _main(capsys, "ops")
     assert code == 0 and "ai.onnx::Add opset " in out
 

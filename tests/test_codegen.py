@@ -141,3 +141,54 @@ def test_generated_source_has_one_commented_function_per_node(tmp_path):
     assert "model_run(" in source
     # the fixed dim stays a constant, the symbolic one is a run-time variable
     assert "dim_n" in source and "i < (4 * dim_n)" in source
+
+
+def _split_model():
+    """Nodes of several kernel families, a Loop whose body calls node functions, string
+    outputs: what the units of a split build call across each other."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "step"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("cond_in", T.BOOL, []),
+                 helper.make_tensor_value_info("acc_in", T.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", T.BOOL, []), helper.make_tensor_value_info("acc_out", T.FLOAT, [2, 3])])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Relu", ["h"], ["step"]),
+             helper.make_node("Loop", ["n", "", "x"], ["acc"], body=body),
+             helper.make_node("Softmax", ["acc"], ["p"], axis=1),
+             helper.make_node("ReduceSum", ["p"], ["s"], keepdims=0),
+             helper.make_node("Cast", ["s"], ["text"], to=T.STRING)]
+    w = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+    return make_model(nodes, [("x", T.FLOAT, [2, 3]), ("n", T.INT64, [])],
+                      [("p", T.FLOAT, [2, 3]), ("text", T.STRING, [2])],
+                      initializers=[helper.make_tensor("w", T.FLOAT, w.shape, w.ravel())])
+
+
+def test_split_build_runs_as_one_unit(monkeypatch, tmp_path):
+    """A model's node functions compiled as several translation units in parallel, built for
+    threads and profiling, compute what onnxruntime does; each unit is reported as built."""
+    from helpers import run_ort
+
+    from onnxc import driver
+    from onnxc.codegen import units
+    from onnxc.driver import CompileOptions, compile_model
+    model = _split_model()
+    feeds = {"x": np.array([[1, -2, 3], [0.5, 0, -1]], np.float32), "n": np.array(3, np.int64)}
+    monkeypatch.setattr(units, "UNIT_BYTES", 1)
+    monkeypatch.setattr(driver, "usable_cores", lambda: 3)   # (as many units as the build has cores)
+    events = []
+    compile_model(model, tmp_path, CompileOptions(threads=2, profile=True),
+                  on_stage=lambda stage, info: events.append((stage, info)))
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert {"model_common.h", "model_nodes_1.c", "model_nodes_2.c"} <= set(files)
+    compiled = [info for stage, info in events if stage == "compile"]
+    assert len(compiled) == len([f for f in files if f.endswith(".c")]) >= 3
+    assert [info["done"] for info in compiled] == list(range(1, len(compiled) + 1))
+    assert [stage for stage, _ in events][-1] == "link"
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.enable_profiling = True
+    actual = onnxc.InferenceSession(str(tmp_path), so).run(None, feeds)
+    expected = run_ort(model, feeds)
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5)
+    assert actual[1].tolist() == expected[1].tolist()

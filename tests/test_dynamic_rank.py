@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxc
-from onnxc.runtime import session as session_module
+from onnxc import driver
 from helpers import make_model, run_ort
 
 ort = pytest.importorskip("onnxruntime")
@@ -120,8 +120,8 @@ def test_specialisation_reused_from_the_cache(monkeypatch, tmp_path):
     feed = {"x": np.ones((1, 3), np.float32)}
     onnxc.InferenceSession(model.SerializeToString()).run(None, feed)
     builds = []
-    real = session_module.compile_model
-    monkeypatch.setattr(session_module, "compile_model", lambda *a, **k: builds.append(a) or real(*a, **k))
+    real = driver.compile_model
+    monkeypatch.setattr(driver, "compile_model", lambda *a, **k: builds.append(a) or real(*a, **k))
     sess = onnxc.InferenceSession(model.SerializeToString())
     compare(sess, model, feed)
     assert builds == []

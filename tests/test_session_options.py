@@ -414,3 +414,75 @@ def test_execution_orders_other_than_default_warn():
     with pytest.warns(UserWarning, match="topological order"):
         sess = onnxc.InferenceSession(batch_model().SerializeToString(), so)
     assert sess.run(None, {"x": np.ones((1, 4), np.float32)})[0].tolist() == [[2, 2, 2, 2]]
+
+
+def test_an_artifact_loaded_with_other_threads_warns_and_reports_what_runs(tmp_path, monkeypatch):
+    """An artifact folder built for one thread, opened by a session that asks for two: without
+    a build for two in the cache it warns once with what differs, runs as built, and
+    get_session_options() says one thread; once the cache has the model built for two, the
+    same folder opens that build instead, without a warning."""
+    import json
+    import warnings
+
+    from onnxc.driver import CompileOptions, compile_model
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    m = batch_model()
+    folder = str(tmp_path / "one-thread")
+    compile_model(m, folder, CompileOptions(threads=1))
+    two = onnxc.SessionOptions()
+    two.intra_op_num_threads = 2
+    with pytest.warns(UserWarning, match=r"threads 1, not 2.*runs as built"):
+        sess = onnxc.InferenceSession(folder, two)
+    assert sess.get_session_options().intra_op_num_threads == 1 and two.intra_op_num_threads == 2
+    assert sess.artifact_dir == folder
+    x = np.ones((2, 4), np.float32)
+    expected = sess.run(None, {"x": x})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        onnxc.InferenceSession(folder, two)          # once per folder and difference
+        onnxc.InferenceSession(m.SerializeToString(), two)   # the cache now builds it for two threads
+        sess = onnxc.InferenceSession(folder, two)
+    assert sess.artifact_dir != folder and sess.get_session_options().intra_op_num_threads == 2
+    with open(os.path.join(sess.artifact_dir, "manifest.json")) as f:
+        assert json.load(f)["options"]["threads"] == 2
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], expected[0], rtol=1e-6)
+
+
+def test_a_first_compile_logs_before_the_c_compiler_starts(tmp_path, monkeypatch, caplog):
+    """The first session of a model says it is compiling (a warning, shown by default) before
+    the C compiler runs, and the stage times at INFO once it is done; a cached load says nothing."""
+    import subprocess
+
+    from onnxc.codegen import toolchain
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    path = str(tmp_path / "batch.onnx")
+    import onnx
+    onnx.save(batch_model(), path)
+    events = []
+    real_run = subprocess.run
+
+    def run(cmd, *args, **kwargs):
+        if "-o" in cmd:     # a compile or link (not the compiler's version or macros)
+            events.append("cc")
+        return real_run(cmd, *args, **kwargs)
+    monkeypatch.setattr(toolchain.subprocess, "run", run)
+
+    class Events(logging.Handler):
+        def emit(self, record):
+            events.append((record.levelname, record.getMessage()))
+    handler = Events()
+    logging.getLogger("onnxc").addHandler(handler)
+    try:
+        so = onnxc.SessionOptions()
+        so.log_severity_level = 1
+        onnxc.InferenceSession(path, so)
+        first = events.index(("WARNING", "compiling batch.onnx (first load; cached afterwards)"))
+        assert first < events.index("cc")
+        done = [e for e in events[first:] if e != "cc" and e[0] == "INFO" and e[1].startswith("compiled batch.onnx")]
+        assert len(done) == 1 and "stages: load/check" in done[0][1] and "C compile" in done[0][1]
+        assert events.index(done[0]) > len(events) - 1 - events[::-1].index("cc")
+        events.clear()
+        onnxc.InferenceSession(path, so)
+        assert not [e for e in events if e == "cc" or e[1].startswith(("compiling", "compiled"))]
+    finally:
+        logging.getLogger("onnxc").removeHandler(handler)
