@@ -122,3 +122,24 @@ def test_one_session_from_several_python_threads_on_a_threaded_build():
     for w in workers:
         w.join()
     assert not errors, errors[0]
+
+
+def test_a_split_build_shares_one_pool(monkeypatch, tmp_path):
+    """Node functions compiled as several translation units: the parallel kernels in each call
+    the one pool that model.c holds (one definition, so the link succeeds and no OpenMP runtime
+    fills in), with the results of one thread."""
+    from onnxc import driver
+    from onnxc.codegen import units
+    from onnxc.driver import CompileOptions, compile_model
+    model = _conv_gemm_model()
+    expected = _session(model, 1).run(None, FEED)[0]
+    monkeypatch.setattr(units, "UNIT_BYTES", 1)
+    monkeypatch.setattr(driver, "usable_cores", lambda: 3)
+    compile_model(model, tmp_path, CompileOptions(threads=2))
+    assert (tmp_path / "model_nodes_1.c").exists() and (tmp_path / "model_nodes_2.c").exists()
+    if shutil.which("readelf"):
+        needed = subprocess.run(["readelf", "-d", str(tmp_path / "libmodel.so")], capture_output=True, text=True).stdout
+        assert "libgomp" not in needed
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = 2
+    np.testing.assert_array_equal(onnxc.InferenceSession(str(tmp_path), so).run(None, FEED)[0], expected)
