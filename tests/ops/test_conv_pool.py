@@ -456,9 +456,10 @@ PLANE_POOLS = [  # (op, attrs, X shape) of float32 2-D pools over phase planes
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("op, attrs, xshape", PLANE_POOLS)
 def test_pools_over_phase_planes(op, attrs, xshape, threads):
-    """The separable kernel over padded planes against onnxruntime, with infinities in X; the
-    generic loops serve the same pool with a symbolic size. With NaNs in X (where onnxruntime's
-    max depends on where they fall) a max skips them in both kernels alike."""
+    """The separable kernel over padded planes against onnxruntime, with infinities in X, also
+    with a symbolic batch; the generic loops serve the same pool with symbolic spatial sizes.
+    With NaNs in X (where onnxruntime's max depends on where they fall) a max skips them in
+    both kernels alike."""
     x = randn(xshape)
     x.flat[3::11], x.flat[5::13] = np.inf, -np.inf
     with_nans = x.copy()
@@ -466,16 +467,17 @@ def test_pools_over_phase_planes(op, attrs, xshape, threads):
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = threads
     results = []
-    for dims in (xshape, ["N", *xshape[1:]]):
+    for dims, planes in ((xshape, True), (["N", *xshape[1:]], True), (["N", xshape[1], "H", "W"], False)):
         model = make_model([node(op, ["X"], "Y", **attrs)], [("X", TP.FLOAT, dims)], [("Y", TP.FLOAT, [None] * 4)])
         session = onnxc.InferenceSession(model.SerializeToString(), so)
         with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
-            assert ("over phase planes" in f.read()) == (dims is xshape)
+            assert ("over phase planes" in f.read()) == planes, dims
         (expected,) = run_ort(model, {"X": x})
         np.testing.assert_allclose(session.run(None, {"X": x})[0], expected, rtol=1e-5, atol=1e-6)
         results.append(session.run(None, {"X": with_nans})[0])
     if op == "MaxPool":
-        np.testing.assert_array_equal(results[0], results[1])
+        np.testing.assert_array_equal(results[0], results[2])
+        np.testing.assert_array_equal(results[1], results[2])
 
 
 @pytest.mark.parametrize("elem, dtype", [(TP.INT8, np.int8), (TP.UINT8, np.uint8), (TP.FLOAT16, np.float16)])
