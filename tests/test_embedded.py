@@ -348,14 +348,22 @@ def _conformance_cases() -> list:
 @pytest.mark.parametrize("name", _conformance_cases())
 def test_conformance_case_as_a_package(name, tmp_path):
     """The case's model as a freestanding package, built strictly and run by its example
-    program on the case's inputs. A model a package cannot hold (run-time sizes, strings,
-    sequences) is refused at compile time and skipped here with that reason."""
+    program on the case's inputs. The cases a package cannot hold (run-time sizes, strings,
+    sequences) are listed with the reason in expected_package_refusals.txt: a listed case
+    xfails with it, a refusal not listed fails, and so does a listed case that builds."""
     from conformance.cases import all_cases
-    from conformance.embedded import run_case_embedded
+    from conformance.embedded import PACKAGE_REFUSALS, package_refusals, run_case_embedded
+    reason = package_refusals().get(name)
     try:
         run_case_embedded(all_cases()[name], str(tmp_path / "pkg"))
     except UnsupportedError as e:
-        pytest.skip(f"not embeddable: {str(e)[:160]}")
+        if reason is None:
+            pytest.fail(f"--target c refuses {name}, which is not listed in {os.path.basename(PACKAGE_REFUSALS)}: "
+                        f"{str(e)[:300]}", pytrace=False)
+        pytest.xfail(f"not embeddable: {reason}")
+    if reason is not None:
+        pytest.fail(f"{name} builds as a package now but is listed in {os.path.basename(PACKAGE_REFUSALS)} "
+                    f"({reason}): remove it", pytrace=False)
 
 
 # --- bounded dims -----------------------------------------------------------------------------------------

@@ -10,7 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from .cases import Mismatch, _as_array, _compare
+from .cases import Mismatch, _as_array, _compare, read_expected_failures
+
+PACKAGE_REFUSALS = os.path.join(os.path.dirname(__file__), "expected_package_refusals.txt")
+
+
+def package_refusals() -> dict[str, str]:
+    """case name -> why ``--target c`` refuses it, from expected_package_refusals.txt."""
+    return read_expected_failures(PACKAGE_REFUSALS)
 
 
 def run_case_embedded(case: Any, workdir: str) -> None:
@@ -38,6 +45,8 @@ def run_case_embedded(case: Any, workdir: str) -> None:
         if run.returncode != 0:
             raise Mismatch(f"the example program failed: {run.stderr.strip()[-500:]}")
         printed = _printed(run.stdout)
+        if len(printed) != len(output_names):
+            raise Mismatch(f"the example program printed {len(printed)} outputs, the model has {len(output_names)}")
         for name, expected, text in zip(output_names, outputs, printed):
             expected = np.asarray(_as_array(expected))
             _compare(name, expected, _parse(text, expected), case.rtol, case.atol)
@@ -48,7 +57,9 @@ def _printed(stdout: str) -> list[list[str]]:
     for line in stdout.splitlines():
         if line.startswith("# output"):
             outputs.append([])
-        elif line.strip():
+        elif line.strip() and not line.startswith("#"):
+            if not outputs:
+                raise Mismatch(f"the example program printed {line!r} before its first output")
             outputs[-1].append(line.strip())
     return outputs
 
