@@ -4,10 +4,10 @@ bytes for a few models of the sizes microcontrollers run.
     python -m onnxc.benchmarks.footprint            # prints a Markdown table
     python -m onnxc.benchmarks.footprint --json build/footprint.json
 
-Each model's package is written to a temporary folder; model.c and weights.c are compiled
-with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
-(Debian's gcc-arm-none-eabi) and measured with arm-none-eabi-size: code is model.o's text,
-weights are weights.o's (constant data, in flash), the arena is the header's
+Each model's package (``--name net``) is written to a temporary folder; net.c and net_weights.c
+are compiled with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
+(Debian's gcc-arm-none-eabi) and measured with arm-none-eabi-size: code is net.o's text,
+weights are net_weights.o's (constant data, in flash), the arena is the header's
 ``<NAME>_ARENA_BYTES`` (RAM). Without the cross compiler the code column says so.
 """
 from __future__ import annotations
@@ -105,14 +105,14 @@ def measure(name: str, model: onnx.ModelProto, workdir: str) -> dict[str, Any]:
         row["m4"] = f"{CROSS} not found"
         return row
     sizes = {}
-    for src in ("model.c", "weights.c"):
+    for src in ("net.c", "net_weights.c"):
         obj = os.path.join(folder, src[:-2] + ".m4.o")
         subprocess.run([CROSS, *CPU, "-Os", "-std=c99", "-ffreestanding", "-c", os.path.join(folder, src), "-o", obj],
                        check=True, capture_output=True)
         sizes[src] = _size("arm-none-eabi-size", obj)
-    row["m4_code_bytes"] = sizes["model.c"][0]
-    row["m4_model_data_bytes"] = sizes["model.c"][1] + sizes["model.c"][2]
-    row["m4_weights_bytes"] = sum(sizes["weights.c"][:2])
+    row["m4_code_bytes"] = sizes["net.c"][0]
+    row["m4_model_data_bytes"] = sizes["net.c"][1] + sizes["net.c"][2]
+    row["m4_weights_bytes"] = sum(sizes["net_weights.c"][:2])
     return row
 
 

@@ -143,6 +143,7 @@ def generate_source(source: frontend.ModelSource, options: Optional[CompileOptio
 def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list) -> Any:
     if options.target not in ("native", "c", "cuda"):
         raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
+    embedded_package.check_prefix(options.prefix)
     if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile):
         raise ValueError("CUDA builds run without host threads or profiling")
     if options.target == "cuda" and descs:   # (a session runs such a model on the CPU, with a warning)

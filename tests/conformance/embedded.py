@@ -1,5 +1,5 @@
 """ONNX node conformance cases through ``--target c``: the freestanding package is written
-(its model.c and weights.c compile under -std=c99 -Wpedantic -Wconversion -Werror, which
+(its case.c and case_weights.c compile under -std=c99 -Wpedantic -Wconversion -Werror, which
 ``write_package`` checks), its example program is built, runs on the case's inputs given
 as raw files, and prints the outputs, which are compared like run_case compares them."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ def run_case_embedded(case: Any, workdir: str) -> None:
     compile_model(case.model, workdir, CompileOptions(target="c", prefix="case"), command=f"onnxc compile {case.name}")
     exe = os.path.join(workdir, "demo")
     build = subprocess.run(["cc", "-O1", "-std=c99", "-w", "-o", exe, *(os.path.join(workdir, f) for f in
-                            ("main.c", "model.c", "weights.c")), "-lm"], capture_output=True, text=True)
+                            ("case_demo.c", "case.c", "case_weights.c")), "-lm"], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-2000:]
     initializers = {i.name for i in case.model.graph.initializer}
     input_names = [i.name for i in case.model.graph.input if i.name not in initializers]
