@@ -142,6 +142,9 @@ def test_package_is_freestanding_and_states_its_sizes(tmp_path):
     arrays = re.findall(r"^extern const (\w+) (\w+)\[(\d+)\];", open(os.path.join(folder, "mlp_weights.c")).read(), re.M)
     assert len(arrays) == 2 and all(name.startswith("mlp_w_") for _, name, _ in arrays)
     assert weights == sum(sizes[t] * int(n) for t, _, n in arrays) >= (64 * 32 + 64 * 10) * 4  # small biases stay inline
+    dry = {w: subprocess.run(["make", "-n", "-C", folder, *w], capture_output=True, text=True, check=True).stdout
+           for w in ((), ("WERROR=1",))}
+    assert "-Werror" not in dry[()] and "-Werror" in dry[("WERROR=1",)]   # warnings are errors when asked
     readme = open(os.path.join(folder, "README.md")).read()
     assert f"| {arena} |" in readme and f"| {weights} |" in readme
     assert re.search(r"\| code, `mlp.c`.*\| \d+ \|", readme)
@@ -220,7 +223,12 @@ def test_weights_in_a_bin_file_the_program_loads(tmp_path):
                      "-q"]) != 0   # a native artifact has its own weights file
 
 
-def test_two_models_link_into_one_program(tmp_path):
+@pytest.mark.parametrize("build", ["cc", "cmake"])
+def test_two_models_link_into_one_program(tmp_path, build):
+    """Two packages in one program, as their files and symbols are named after --name: built
+    with cc, the weights of one placed in a section of their own and aligned by its macros;
+    and with CMake, each package a subdirectory whose library the program links (their example
+    programs are built only where a package is the top-level project), warnings as errors."""
     a, b = package(tmp_path, mlp_model(), "first"), package(tmp_path, cnn_model(), "second", "--dim", "N=1")
     main = tmp_path / "both.c"
     main.write_text(textwrap.dedent("""\
@@ -249,12 +257,40 @@ def test_two_models_link_into_one_program(tmp_path):
             return 0;
         }
         """))
-    exe = tmp_path / "both"
-    sources = [os.path.join(a, "first.c"), os.path.join(a, "first_weights.c"), os.path.join(b, "second.c"),
-               os.path.join(b, "second_weights.c")]
-    proc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-I", a, "-I", b, str(main),
-                           *sources, "-o", str(exe), "-lm"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    if build == "cc":
+        exe = tmp_path / "both"
+        sources = [os.path.join(a, "first.c"), os.path.join(a, "first_weights.c"), os.path.join(b, "second.c"),
+                   os.path.join(b, "second_weights.c")]
+        placement = ['-DFIRST_WEIGHTS_SECTION=".first_weights"', "-DFIRST_ALIGN=64"]
+        proc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", *placement, "-I", a, "-I", b,
+                               str(main), *sources, "-o", str(exe), "-lm"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        sections = subprocess.run(["objdump", "-h", str(exe)], capture_output=True, text=True, check=True).stdout
+        nm = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+        weights = [int(line.split()[0], 16) for line in nm if " first_w_" in line]
+        assert " .first_weights " in sections and weights and all(w % 64 == 0 for w in weights)
+    else:
+        ensure_tools({"cmake": "cmake"})
+        (tmp_path / "CMakeLists.txt").write_text(textwrap.dedent("""\
+            cmake_minimum_required(VERSION 3.13)
+            project(both C)
+            add_subdirectory(first)
+            add_subdirectory(second)
+            add_executable(both both.c)
+            target_link_libraries(both PRIVATE first second)
+            """))
+        out = tmp_path / "build"
+        for cmd in (["cmake", "-S", str(tmp_path), "-B", str(out), "-DFIRST_WERROR=ON", "-DSECOND_WERROR=ON"],
+                    ["cmake", "--build", str(out)]):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        exe = out / "both"
+        assert not (out / "first" / "first_demo").exists()
+        alone = tmp_path / "alone"   # a package as the top-level project builds its example program too
+        for cmd in (["cmake", "-S", a, "-B", str(alone)], ["cmake", "--build", str(alone)]):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert (alone / "first_demo").is_file()
     got = parse_outputs(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
     x = (np.arange(32, dtype=np.float32) / 32).reshape(1, 32)
     image = ((np.arange(490) % 7) / 7).astype(np.float32).reshape(1, 1, 49, 10)
@@ -270,6 +306,18 @@ def test_what_needs_run_time_memory_is_refused_with_its_node(tmp_path):
         compile_model(cnn_model(), str(tmp_path / "sym"), CompileOptions(target="c"))
     with pytest.raises(ValueError, match="one thread"):
         compile_model(mlp_model(), str(tmp_path / "t"), CompileOptions(target="c", threads=2))
+
+
+def test_the_name_must_be_a_c_identifier(tmp_path):
+    """The prefix names symbols, macros and files: through the API as through --name, anything
+    but a C identifier of at most 32 characters is refused before a file is written."""
+    for bad in ("a-b", "1st", "x;y", "../up", "", "k" * 33, "kws\n#define"):
+        with pytest.raises(ValueError, match="C identifier"):
+            compile_model(mlp_model(), str(tmp_path / "bad"), CompileOptions(target="c", prefix=bad))
+    assert not (tmp_path / "bad").exists()
+    path = tmp_path / "m.onnx"
+    onnx.save(mlp_model(), str(path))
+    assert cli_main(["compile", str(path), "--target", "c", "--name", "../up", "-o", str(tmp_path / "p"), "-q"]) != 0
 
 
 # --- off the host --------------------------------------------------------------------------------------
