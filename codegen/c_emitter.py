@@ -23,7 +23,7 @@ from ..compiler.ir import Graph, Node, Value, captured_values, free_values, read
 from ..compiler.ops import _winograd
 from . import cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, Target, TensorRef
-from .literals import c_literals
+from .literals import BIT_PATTERN_TYPES, c_bit_patterns, c_literals
 from .names import Mangler, c_string, comment
 from .templates import render
 
@@ -437,8 +437,10 @@ class CEmitter:
             # a typed array of <prefix>_weights.c, under the model's prefix (two models link together)
             var = self.mangle(v.name, f"{self.opt.prefix}_w_")
             self.unit.const_locs[id(v)] = _Loc(var, "inline")
+            bits, literals = c_bit_patterns(array, v.dtype) if v.dtype in BIT_PATTERN_TYPES else \
+                (None, c_literals(array, v.dtype))
             self.unit.external.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
-                                       "literals": c_literals(array, v.dtype) or ["0"], "bytes": len(raw),
+                                       "bits": bits, "literals": literals or ["0"], "bytes": len(raw),
                                        "comment": comment(f"{v.name}: {v.type_str()}")})
             return
         if len(raw) > INLINE_CONST_BYTES:

@@ -138,10 +138,12 @@ def test_package_is_freestanding_and_states_its_sizes(tmp_path):
     header = open(os.path.join(folder, "mlp.h")).read()
     arena = int(re.search(r"#define MLP_ARENA_BYTES (\d+)u", header).group(1))
     weights = int(re.search(r"#define MLP_WEIGHTS_BYTES (\d+)u", header).group(1))
-    sizes = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "uint8_t": 1, "int8_t": 1}
-    arrays = re.findall(r"^extern const (\w+) (\w+)\[(\d+)\];", open(os.path.join(folder, "mlp_weights.c")).read(), re.M)
-    assert len(arrays) == 2 and all(name.startswith("mlp_w_") for _, name, _ in arrays)
-    assert weights == sum(sizes[t] * int(n) for t, _, n in arrays) >= (64 * 32 + 64 * 10) * 4  # small biases stay inline
+    weights_c = open(os.path.join(folder, "mlp_weights.c")).read()
+    # float weights as the hex integers of their bits: about 11 characters for 4 bytes
+    arrays = re.findall(r"^extern const union (\w+) { uint32_t bits\[(\d+)\]; float values\[\2\]; } \1;", weights_c, re.M)
+    assert len(arrays) == 2 and all(name.startswith("mlp_w_") for name, _ in arrays)
+    assert weights == sum(4 * int(n) for _, n in arrays) >= (64 * 32 + 64 * 10) * 4  # small biases stay inline
+    assert len(weights_c) < 3 * weights
     dry = {w: subprocess.run(["make", "-n", "-C", folder, *w], capture_output=True, text=True, check=True).stdout
            for w in ((), ("WERROR=1",))}
     assert "-Werror" not in dry[()] and "-Werror" in dry[("WERROR=1",)]   # warnings are errors when asked
