@@ -418,6 +418,19 @@ def test_conformance_case_as_a_package(name, tmp_path):
                     f"({reason}): remove it", pytrace=False)
 
 
+def test_the_harness_counts_what_the_program_printed():
+    """A program that prints fewer or more outputs, or elements, than the case has fails."""
+    from conformance.cases import Mismatch
+    from conformance.embedded import parse_printed
+    expected = [np.zeros(3, np.float32), np.arange(2, dtype=np.int64)]
+    good = "# output 0 y\n0\n0\n0\n# clock 120\n# output 1 z\n0\n1\n"
+    assert [a.tolist() for a in parse_printed(good, expected)] == [[0, 0, 0], [0, 1]]
+    for bad in ("", "# output 0 y\n0\n0\n0\n", good + "# output 2 w\n", good.replace("0\n0\n0\n", "0\n0\n"),
+                "1\n" + good):
+        with pytest.raises(Mismatch):
+            parse_printed(bad, expected)
+
+
 # --- bounded dims -----------------------------------------------------------------------------------------
 
 BOUNDED_MAIN = r"""
