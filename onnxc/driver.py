@@ -207,6 +207,7 @@ def _custom_ops(options: CompileOptions) -> Iterator[list]:
 def _check_options(options: CompileOptions, descs: list) -> None:
     if options.target not in ("native", "c", "cuda"):
         raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
+    embedded_package.check_prefix(options.prefix)
     if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile):
         raise ValueError("CUDA builds run without host threads or profiling")
     if options.target == "cuda" and descs:   # (a session runs such a model on the CPU, with a warning)
