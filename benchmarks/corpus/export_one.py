@@ -1,0 +1,41 @@
+"""``python -m onnxc.benchmarks.corpus.export_one SPEC``: one torch.onnx.export, in a process
+of its own (see exports.py). SPEC is the JSON the parent writes: builder, exporter, opset,
+input and output names, dynamic dims and the target path."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import warnings
+
+
+def export(spec: dict) -> None:
+    import torch
+
+    from . import torch_models
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    model, example = getattr(torch_models, spec["builder"])()
+    dynamic_axes: dict[str, dict[int, str]] = {}
+    for name, axis, dim in spec["dynamic"]:
+        dynamic_axes.setdefault(name, {})[axis] = dim
+    path, partial = spec["path"], spec["path"] + ".part.onnx"
+    start = time.perf_counter()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if spec["exporter"] == "torchscript":
+            torch.onnx.export(model, example, partial, input_names=spec["inputs"], output_names=spec["outputs"],
+                              dynamic_axes=dynamic_axes, opset_version=spec["opset"], dynamo=False)
+        else:
+            program = torch.onnx.export(model, example, input_names=spec["inputs"], output_names=spec["outputs"],
+                                        dynamic_axes=dynamic_axes, opset_version=spec["opset"], dynamo=True,
+                                        optimize=True)
+            program.save(partial, external_data=False)
+    seconds = time.perf_counter() - start
+    os.replace(partial, path)
+    with open(path + ".json", "w", encoding="utf-8") as f:
+        json.dump({**spec, "export_s": round(seconds, 1), "torch": torch.__version__}, f, indent=1)
+
+
+if __name__ == "__main__":
+    export(json.loads(sys.argv[1]))
