@@ -18,6 +18,9 @@ EPILOG = """examples:
   python -m onnxc.benchmarks --smoke              quick models, few runs, 1 thread (what CI runs)
   python -m onnxc.benchmarks --models mlp,light_resnet50 --threads 1
   python -m onnxc.benchmarks --list               the models
+  onnxc bench --corpus --threads 1,2              the real-world corpus (benchmarks/README.md)
+  onnxc bench --corpus --models magika,gpt2_ts --threads 1 --min-seconds 0.3
+  onnxc bench --corpus --prepare                  download and export the corpus only
 exit status: 0, also when targets are missed (they are reported); 1 with --check-targets and a missed target"""
 
 
@@ -56,6 +59,22 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
                    help="the GEMM microbenchmark (default: on; small shapes with --smoke)")
     p.add_argument("--check-targets", action="store_true", help="exit 1 if any target is missed")
     p.add_argument("--list", action="store_true", help="list the models and exit")
+    corpus = p.add_argument_group("the real-world corpus (--corpus)")
+    corpus.add_argument("--corpus", action="store_true",
+                        help="run the corpus of third-party and exported models instead of the suite "
+                             "(files in $ONNXC_CORPUS_DIR, default ~/.cache/onnxc/corpus; exports need "
+                             "the bench extra: torch, torchvision, transformers)")
+    corpus.add_argument("--prepare", action="store_true", help="download, export and quantize only; time nothing")
+    corpus.add_argument("--rebuild", action="store_true", help="download, export and quantize again")
+    corpus.add_argument("--modes", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time back to back, after 30 ms idle and beside the other runtime (default: on)")
+    corpus.add_argument("--openvino", action=argparse.BooleanOptionalAction, default=True,
+                        help="the OpenVINO column when openvino is installed (default: on)")
+    corpus.add_argument("--tokens", type=int, default=32, metavar="N",
+                        help="tokens per timed generation of a decoder with its KV cache (default 32)")
+    corpus.add_argument("--readme", metavar="PATH",
+                        help="README whose results section gets the tables (default: benchmarks/README.md "
+                             "of a source checkout, when there is one; --readme '' writes none)")
     return p
 
 
@@ -94,6 +113,9 @@ def _list_models() -> None:
 def main(argv: Sequence[str] | None = None, prog: str = "python -m onnxc.benchmarks") -> int:
     """Runs the suite; ``prog`` names the command in help and in the JSON (``onnxc bench`` passes its own)."""
     args = parser(prog).parse_args(argv)
+    if args.corpus:
+        from .corpus.cli import main as corpus_main
+        return corpus_main(args, _timing(args), prog, argv)
     if args.list:
         _list_models()
         return 0

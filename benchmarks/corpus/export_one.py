@@ -27,14 +27,26 @@ def export(spec: dict) -> None:
             torch.onnx.export(model, example, partial, input_names=spec["inputs"], output_names=spec["outputs"],
                               dynamic_axes=dynamic_axes, opset_version=spec["opset"], dynamo=False)
         else:
-            program = torch.onnx.export(model, example, input_names=spec["inputs"], output_names=spec["outputs"],
-                                        dynamic_axes=dynamic_axes, opset_version=spec["opset"], dynamo=True,
-                                        optimize=True)
+            program, spec["dynamic_shapes"] = _dynamo(torch, model, example, spec, dynamic_axes)
             program.save(partial, external_data=False)
     seconds = time.perf_counter() - start
     os.replace(partial, path)
     with open(path + ".json", "w", encoding="utf-8") as f:
         json.dump({**spec, "export_s": round(seconds, 1), "torch": torch.__version__}, f, indent=1)
+
+
+def _dynamo(torch, model, example, spec: dict, dynamic_axes: dict[str, dict[int, str]]):
+    """The dynamo export with the dynamic dims as ``Dim.AUTO`` (export works out how they relate,
+    e.g. the mask's length is the cache's plus one, and keeps size-1 dims static); where that
+    fails, the static export, as users fall back to, recorded in the JSON beside the file."""
+    shapes = tuple({axis: torch.export.Dim.AUTO for axis in dynamic_axes.get(name, {})} for name in spec["inputs"])
+    common = {"input_names": spec["inputs"], "output_names": spec["outputs"], "opset_version": spec["opset"],
+              "dynamo": True, "optimize": True}
+    try:
+        return torch.onnx.export(model, example, dynamic_shapes=shapes, **common), "auto"
+    except Exception as e:  # noqa: BLE001 - torch.export raises many kinds
+        print(f"dynamic export failed ({type(e).__name__}), exporting static shapes", file=sys.stderr)
+        return torch.onnx.export(model, example, **common), "static"
 
 
 if __name__ == "__main__":
