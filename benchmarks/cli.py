@@ -43,7 +43,8 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--models", help="comma-separated model names (see --list); default: all (--smoke: the quick ones)")
     p.add_argument("--threads", type=_int_list,
                    help="comma-separated thread counts; default 1,2 and the usable core count (--smoke: 1)")
-    p.add_argument("--json", default=DEFAULT_JSON, metavar="PATH", help=f"results file (default {DEFAULT_JSON})")
+    p.add_argument("--json", metavar="PATH",
+                   help=f"results file (default {DEFAULT_JSON}; with --corpus build/corpus.json)")
     p.add_argument("--runs", type=int, metavar="N", help="at least N timed runs per runtime")
     p.add_argument("--min-seconds", type=float, metavar="S", help="at least S seconds of timed runs per runtime")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs of each runtime first")
@@ -131,10 +132,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m onnxc.benchma
     results["wall_s"] = time.perf_counter() - start
     results["command"] = " ".join([prog, *(argv if argv is not None else sys.argv[1:])])
     report.print_report(results)
-    folder = os.path.dirname(os.path.abspath(args.json))
-    os.makedirs(folder, exist_ok=True)
-    with open(args.json, "w", encoding="utf-8") as f:
+    path = args.json or DEFAULT_JSON
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
-    print(f"\nresults written to {args.json} ({results['wall_s']:.0f} s)")
+    print(f"\nresults written to {path} ({results['wall_s']:.0f} s)")
     missed = [t for t in results["targets"] if t["met"] is False]
     return 1 if args.check_targets and missed else 0

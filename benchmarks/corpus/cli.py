@@ -3,6 +3,7 @@ parsed with the suite's, in benchmarks/cli.py)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace, timing: harness.TimingConfig, prog: str, argv
     results["wall_s"] = time.perf_counter() - start
     results["command"] = " ".join([prog, *(argv if argv is not None else sys.argv[1:])])
     report.print_report(results)
-    path = args.json if args.json != os.path.join("build", "benchmarks.json") else DEFAULT_JSON
+    path = args.json or DEFAULT_JSON
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1, default=float)
@@ -66,7 +67,6 @@ def main(args: argparse.Namespace, timing: harness.TimingConfig, prog: str, argv
 
 
 def _corpus_timing(args: argparse.Namespace, timing: harness.TimingConfig) -> harness.TimingConfig:
-    import dataclasses
     given = {"min_seconds": args.min_seconds, "settle_ms": args.settle_ms, "turn_ms": args.turn_ms}
     defaults = {k: getattr(CORPUS_TIMING, k) for k, v in given.items() if v is None}
     return dataclasses.replace(timing, **defaults)
