@@ -15,6 +15,9 @@ def export(spec: dict) -> None:
 
     from . import torch_models
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    # nn.MultiheadAttention's inference fast path is one fused aten op that the TorchScript
+    # exporter cannot write (ViT); users turn it off to export, as here.
+    torch.backends.mha.set_fastpath_enabled(False)
     model, example = getattr(torch_models, spec["builder"])()
     dynamic_axes: dict[str, dict[int, str]] = {}
     for name, axis, dim in spec["dynamic"]:
