@@ -3,6 +3,7 @@ of its own (see exports.py). SPEC is the JSON the parent writes: builder, export
 input and output names, dynamic dims and the target path."""
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -43,6 +44,9 @@ def _dynamo(torch, model, example, spec: dict, dynamic_axes: dict[str, dict[int,
     e.g. the mask's length is the cache's plus one, and keeps size-1 dims static); where that
     fails, the static export, as users fall back to, recorded in the JSON beside the file."""
     shapes = tuple({axis: torch.export.Dim.AUTO for axis in dynamic_axes.get(name, {})} for name in spec["inputs"])
+    params = list(inspect.signature(model.forward).parameters.values())
+    if params and params[-1].kind == inspect.Parameter.VAR_POSITIONAL:   # dynamic_shapes nests *args in a tuple
+        shapes = shapes[:len(params) - 1] + (shapes[len(params) - 1:],)
     common = {"input_names": spec["inputs"], "output_names": spec["outputs"], "opset_version": spec["opset"],
               "dynamo": True, "optimize": True}
     try:
