@@ -50,20 +50,24 @@ def main(args: argparse.Namespace, timing: harness.TimingConfig, prog: str, argv
         timing = _corpus_timing(args, timing)
     config = CorpusConfig(threads=args.threads or DEFAULT_THREADS, timing=timing, modes=args.modes,
                           openvino=args.openvino, rebuild=args.rebuild, decoder_steps=max(args.tokens, 2))
+    path = args.json or DEFAULT_JSON
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     start = time.perf_counter()
-    results = run_corpus(models, config, _log)
+    results = run_corpus(models, config, _log, checkpoint=lambda partial: _write_json(path, partial))
     results["wall_s"] = time.perf_counter() - start
     results["command"] = " ".join([prog, *(argv if argv is not None else sys.argv[1:])])
     report.print_report(results)
-    path = args.json or DEFAULT_JSON
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=1, default=float)
+    _write_json(path, results)
     readme = _readme(args)
     if readme:
         report.write_readme(readme, results)
     print(f"\nresults written to {path}{f' and {readme}' if readme else ''} ({results['wall_s']:.0f} s)")
     return 0
+
+
+def _write_json(path: str, results: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1, default=float)
 
 
 def _corpus_timing(args: argparse.Namespace, timing: harness.TimingConfig) -> harness.TimingConfig:

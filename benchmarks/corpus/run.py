@@ -71,7 +71,10 @@ def model_feed(path: str, entry: CorpusModel) -> dict[str, np.ndarray]:
     return {n: feed[n] for n in names}
 
 
-def run_corpus(models: list[CorpusModel], config: CorpusConfig, log: Log) -> dict[str, Any]:
+def run_corpus(models: list[CorpusModel], config: CorpusConfig, log: Log,
+               checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Every model at every thread count; ``checkpoint`` gets the results so far after each
+    model (a long run interrupted keeps what it measured)."""
     paths = prepare(models, config.rebuild, log)
     machine = machine_info()
     machine["simd"] = simd_flags()
@@ -81,6 +84,8 @@ def run_corpus(models: list[CorpusModel], config: CorpusConfig, log: Log) -> dic
         for entry in models:
             results["models"][entry.name] = bench_model(entry, paths[entry.name], config,
                                                         os.path.join(workdir, entry.name), log)
+            if checkpoint:
+                checkpoint(results)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results["geomean"] = {str(t): geomean_at(results["models"], t) for t in config.threads}
