@@ -14,6 +14,7 @@ benchmark loop with pauses:
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -238,7 +239,8 @@ def measure(path: str, feed: dict[str, np.ndarray], threads: int, timing: harnes
 
 
 def _one_line(error: BaseException) -> str:
-    """The error in one line: OpenVINO's messages start with where they were raised, so the
-    lines are joined, and cut at 300 characters."""
-    text = " | ".join(line.strip() for line in str(error).strip().splitlines() if line.strip())
-    return f"{type(error).__name__}: {text[:300]}"
+    """The error in one line, cut at 300 characters. OpenVINO's messages start with the source
+    lines that raised them; those lines are left out."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    said = [line for line in lines if not re.match(r"(Exception from |Check '.*' failed at )\S+:\d+", line)]
+    return f"{type(error).__name__}: {' | '.join(said or lines)[:300]}"

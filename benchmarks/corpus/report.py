@@ -47,16 +47,30 @@ HEADER = ["model", "onnxruntime ms", "onnxc ms", "ratio", "max rel diff, match",
           "30 ms idle onnxc/ort ms", "beside other onnxc/ort ms", "OpenVINO ms (/ort)", "compile s"]
 
 
+def _notes(name: str, entry: dict[str, Any]) -> list[str]:
+    """What the table's cells cannot hold: how outputs differ, why OpenVINO failed."""
+    notes = []
+    if entry.get("mismatch"):
+        notes.append(f"{name}: outputs differ from onnxruntime's: {entry['mismatch']}")
+    ov = entry.get("openvino") or {}
+    if "error" in ov:
+        notes.append(f"{name}: OpenVINO: {ov['error'][:160]}")
+    elif ov.get("mismatch"):
+        notes.append(f"{name}: OpenVINO's outputs differ from onnxruntime's: {ov['mismatch']}")
+    return notes
+
+
 def latency_tables(results: dict[str, Any]) -> list[str]:
     lines = []
     for threads in results["config"]["threads"]:
-        rows, tokens = [], []
+        rows, tokens, notes = [], [], []
         for name, model in results["models"].items():
             entry = model["threads"].get(str(threads))
             if entry is None:
                 rows.append([name, "error: " + model.get("error", "not run")[:110]] + [""] * 8)
                 continue
             rows.append(_row(name, entry))
+            notes += _notes(name, entry)
             token = entry.get("per_token")
             if token and "error" not in token:
                 tokens.append([name, _ms(token["onnxruntime_ms"]), _ms(token["onnxc_ms"]),
@@ -72,6 +86,8 @@ def latency_tables(results: dict[str, Any]) -> list[str]:
         geomean = results["geomean"].get(str(threads))
         lines.append(f"{len(timed)} of {len(rows)} models run in both runtimes, {len(matched)} match onnxruntime "
                      f"(rel 1e-4); geometric mean of ratios: {'-' if geomean is None else f'{geomean:.3f}'}")
+        if notes:
+            lines += ["", "notes:"] + [f"  {note}" for note in notes]
         if tokens:
             lines += ["", f"per generated token, {threads} thread(s), caches bound through IOBinding (median ms)"]
             lines += table(["model", "onnxruntime ms", "onnxc ms", "ratio", "last logits rel diff"], tokens)
