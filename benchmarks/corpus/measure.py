@@ -139,7 +139,7 @@ def openvino(path: str, feed: dict[str, np.ndarray], threads: int, expected: lis
         check = compare(outputs, expected)
         median = back_to_back(lambda: request.infer(feed), runs, settle_ms)
     except Exception as e:  # noqa: BLE001 - reported in the table
-        return {"error": _one_line(e)}
+        return {"error": one_line(e)}
     finally:
         time.sleep(settle_ms / 1e3)   # its pool winds down before anything else is timed
     return {"median_ms": median, **check}
@@ -199,16 +199,16 @@ def measure(path: str, feed: dict[str, np.ndarray], threads: int, timing: harnes
         reference, create_s = harness.timed(lambda: ort_session(path, threads))
         expected = reference.run(None, feed)
     except Exception as e:  # noqa: BLE001
-        return {"threads": threads, "error": f"onnxruntime: {_one_line(e)}"}
+        return {"threads": threads, "error": f"onnxruntime: {one_line(e)}"}
     try:
         start = harness.start_onnxc(path, threads)
     except Exception as e:  # noqa: BLE001
-        return {"threads": threads, "error": f"onnxc compile: {_one_line(e)}"}
+        return {"threads": threads, "error": f"onnxc compile: {one_line(e)}"}
     ours = start.session
     try:
         actual = ours.run(None, feed)
     except Exception as e:  # noqa: BLE001
-        return {"threads": threads, "error": f"onnxc run: {_one_line(e)}", "onnxc_compile_s": start.compile_s}
+        return {"threads": threads, "error": f"onnxc run: {one_line(e)}", "onnxc_compile_s": start.compile_s}
     check = compare(actual, expected)
     del actual
     run_onnxc, run_ort = (lambda: ours.run(None, feed)), (lambda: reference.run(None, feed))
@@ -232,13 +232,13 @@ def measure(path: str, feed: dict[str, np.ndarray], threads: int, timing: harnes
                                              "onnxruntime": (reference, onnxruntime.OrtValue)},
                                             feed, decoder_steps, timing.settle_ms)
         except Exception as e:  # noqa: BLE001
-            result["per_token"] = {"error": _one_line(e)}
+            result["per_token"] = {"error": one_line(e)}
     if with_openvino:
         result["openvino"] = openvino(path, feed, threads, expected, runs, timing.settle_ms)
     return result
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
     """The error in one line, cut at 300 characters. OpenVINO's messages start with the source
     lines that raised them; those lines are left out."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]

@@ -53,7 +53,7 @@ def prepare(models: list[CorpusModel], rebuild: bool, log: Log) -> dict[str, str
             paths[entry.name] = entry.source.fetch(cache, rebuild)
             log(f"{entry.name}: {paths[entry.name]} ({time.perf_counter() - start:.0f} s)")
         except Exception as e:  # noqa: BLE001 - an unavailable model is reported, the run goes on
-            paths[entry.name] = f"error: {measure._one_line(e)}"
+            paths[entry.name] = f"error: {measure.one_line(e)}"
             log(f"{entry.name}: unavailable: {paths[entry.name][7:]}")
     return paths
 
@@ -102,7 +102,7 @@ def bench_model(entry: CorpusModel, path: str, config: CorpusConfig, folder: str
     try:
         feed = model_feed(path, entry)
     except Exception as e:  # noqa: BLE001
-        record["error"] = f"feed: {measure._one_line(e)}"
+        record["error"] = f"feed: {measure.one_line(e)}"
         return record
     record["inputs"] = {name: list(array.shape) for name, array in feed.items()}
     with private_cache(os.path.join(folder, "cache")):
