@@ -764,7 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Both runtimes get intra_op_num_threads=--threads (default 1; 0: one thread "
                     "per core, each runtime's default). Without a model, `onnxc bench` runs the "
                     "benchmark suite (`onnxc bench --smoke`, `--models`, `--threads 1,2`; "
-                    "`python -m onnxc.benchmarks --help` lists its options).",
+                    "`python -m onnxc.benchmarks --help` lists its options), and `onnxc bench --corpus` "
+                    "the real-world corpus of third-party and exported models (benchmarks/README.md).",
         epilog=_examples("onnxc bench model.onnx",
                          "onnxc bench model.onnx --runs 200 --warmup 20 --dim batch=16",
                          "onnxc bench model.onnx --threads 0",
