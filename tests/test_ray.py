@@ -100,7 +100,8 @@ def ray_cluster():
 
 def test_ray_data_scores_every_row_like_onnxruntime(ray_cluster, artifact):
     x = images(ROWS)
-    ds = ray_cluster.data.from_numpy(x).map_batches(
+    blocks = np.array_split(x, 4)           # four blocks: both workers get some
+    ds = ray_cluster.data.from_numpy(blocks).map_batches(
         onnxc.ray.Predictor, fn_constructor_kwargs={"artifact": artifact, "input_columns": {"image": "data"}},
         batch_size=512, concurrency=2)
     parts = list(ds.iter_batches(batch_size=None, batch_format="numpy"))
