@@ -4,20 +4,17 @@ both times and the largest difference of the outputs. Run: python examples/demo.
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import numpy as np
 import onnx
 
 import onnxc
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from models import light_model_path, with_random_weights  # noqa: E402
+from onnxc.benchmarks.models import light_zoo_model
 
 
 def main() -> None:
-    model = with_random_weights(onnx.load(light_model_path("light_resnet50")))
+    model = light_zoo_model("light_resnet50")      # the benchmark suite's ResNet-50
     os.makedirs("build", exist_ok=True)
     onnx.save(model, "build/resnet50.onnx")
 
@@ -38,7 +35,8 @@ def main() -> None:
     reference = onnxruntime.InferenceSession("build/resnet50.onnx", providers=["CPUExecutionProvider"])
     expected, ort_took = timed(reference, {name: image})
     print(f"onnxruntime {onnxruntime.__version__} ran it in {ort_took * 1e3:.1f} ms; "
-          f"largest difference between the two: {float(np.max(np.abs(probs - expected))):.1e}")
+          f"top-5 classes {np.argsort(expected[0])[::-1][:5].tolist()}, largest difference of the outputs: "
+          f"{float(np.max(np.abs(probs - expected))):.1e}")
 
 
 def timed(sess, feed: dict[str, np.ndarray]) -> tuple[np.ndarray, float]:
