@@ -106,3 +106,17 @@ def test_stated_operator_count_holds():
     assert stated, "README.md states how many operators onnxc supports"
     supported = {(domain, op) for domain, op, *_ in registry.supported_ops()}
     assert len(supported) > int(stated.group(1))
+
+
+def repo_path_exists(path: str) -> bool:
+    """A path as the docs write it: from the repository root, or under one of the package's folders."""
+    roots = [REPO, REPO / "tests", REPO / "templates", REPO / "compiler", REPO / "runtime", REPO / "codegen"]
+    return any((root / path).exists() for root in roots) or bool(list(REPO.glob(f"**/{path}")))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_named_files_exist(page):
+    named = set(re.findall(r"`([\w./-]+/[\w.-]+\.(?:py|j2|md|txt|c|h|toml))`", text(page)))
+    named = {p for p in named if "NAME" not in p and not p.startswith(("build/", "/"))}     # not placeholders
+    missing = sorted(p for p in named if not repo_path_exists(p))
+    assert not missing, f"{page_id(page)} names files the repository lacks: {missing}"
