@@ -89,13 +89,17 @@ def test_predictor_names_missing_columns_and_unknown_names(artifact):
 
 @pytest.fixture(scope="module")
 def ray_cluster():
+    """A local Ray instance with 2 CPUs on loopback: no dashboard, no usage reports sent out."""
     ray = require_module("ray")
     require_module("ray.data")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
 
 
 def test_ray_data_scores_every_row_like_onnxruntime(ray_cluster, artifact):
