@@ -3,8 +3,9 @@
 Each library (a pinned test dependency) runs its own entry point twice, in processes of their
 own (third_party/clients.py): once on onnxruntime, once after ``onnxc.install_as_onnxruntime()``.
 The results must be the same: the same text lines and boxes, the same content types, scores
-within 1e-4. Cost: the OCR pipeline compiles three PaddleOCR models on first use, about two
-minutes of one core; Magika's model about ten seconds.
+within 1e-4. Cost: the OCR pipeline compiles three PaddleOCR models on first use, two minutes
+of CPU time (6 minutes of wall time on a 2-core machine under a load of 10); Magika's model
+about ten seconds.
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def run_client(runtime: str, client: str) -> Any:
     return report["result"]
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="rapidocr-onnxruntime 1.4.4 installs on Python < 3.13")
 def test_rapidocr_reads_the_same_text_on_onnxc():
     expected = run_client("onnxruntime", "ocr")
     actual = run_client("onnxc", "ocr")
