@@ -1,7 +1,8 @@
 """The README and docs/ agree with the code: every doc is linked, every relative link resolves,
-every ``onnxc.NAME`` they mention exists, every ``onnxc COMMAND --flag`` they show is a flag of
-that command, every ``CompileOptions(field=...)`` a field, and the operator count they state
-holds. Cheap: it reads text and imports onnxc (about a second)."""
+every ``onnxc.NAME``, ``SessionOptions.member`` and file path they mention exists, every
+``onnxc COMMAND --flag`` they show is a flag of that command, every ``CompileOptions(field=...)``
+a field, and the operator count they state holds. Cheap: it reads text and imports onnxc
+(about ten seconds)."""
 from __future__ import annotations
 
 import dataclasses
@@ -120,3 +121,15 @@ def test_named_files_exist(page):
     named = {p for p in named if "NAME" not in p and not p.startswith(("build/", "/"))}     # not placeholders
     missing = sorted(p for p in named if not repo_path_exists(p))
     assert not missing, f"{page_id(page)} names files the repository lacks: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_named_members_exist(page):
+    # instances, for the options classes, whose settings are instance attributes
+    owners = {"SessionOptions": onnxc.SessionOptions(), "RunOptions": onnxc.RunOptions(),
+              "InferenceSession": onnxc.InferenceSession, "IOBinding": onnxc.IOBinding, "OrtValue": onnxc.OrtValue}
+    fields = {f.name for f in dataclasses.fields(onnxc.CompileOptions)}
+    missing = sorted(f"{owner}.{member}" for owner, member in set(re.findall(r"\b(\w+)\.([a-z_]\w*)", text(page)))
+                     if (owner == "CompileOptions" and member not in fields)
+                     or (owner in owners and not hasattr(owners[owner], member)))
+    assert not missing, f"{page_id(page)} names members onnxc lacks: {missing}"
