@@ -40,8 +40,9 @@ def cnn(seed: int = 0) -> onnx.ModelProto:
     nodes += [helper.make_node("GlobalAveragePool", [x], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
               helper.make_node("Gemm", ["f", "wh", "bh"], ["logits"], transB=1),
               helper.make_node("Softmax", ["logits"], ["probs"], axis=1)]
-    graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 32, 32])],
-                              [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 10])], inits)
+    image = helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 32, 32])
+    probs = helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 10])
+    graph = helper.make_graph(nodes, "cnn", [image], [probs], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -88,7 +89,8 @@ def main() -> None:
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     images = np.random.default_rng(0).standard_normal((args.rows, 3, 32, 32)).astype(np.float32)
     ds = ray.data.from_numpy(np.array_split(images, 4 * args.workers)).materialize()
-    runs = [("onnxc", onnxc.ray.Predictor, {"artifact": os.path.abspath(args.artifact), "input_columns": {"image": "data"}}),
+    columns = {"image": "data"}
+    runs = [("onnxc", onnxc.ray.Predictor, {"artifact": os.path.abspath(args.artifact), "input_columns": columns}),
             ("onnxruntime", OnnxruntimePredictor, {"model": os.path.abspath(model)})]
     for round in (1, 2):     # the first round also pays for starting Ray's worker processes
         for name, predictor, kwargs in runs:

@@ -9,8 +9,9 @@ the dataset's batches through :class:`Predictor`::
 
 Ray Data builds one ``Predictor`` per worker process, so each worker loads the artifact once
 (no compiler runs there) and calls it for every batch: a batch is one ``run`` with the model's
-symbolic batch dim set to the batch's length. The model's outputs come back as columns of the
-batch, next to the columns it came with. ``docs/scale-out.md`` shows a multi-node cluster.
+symbolic batch dim set to the batch's length (a model compiled for a fixed batch size runs
+once per slice of that size). The model's outputs come back as columns of the batch, next to
+the columns it came with. ``docs/scale-out.md`` shows a multi-node cluster.
 
 This module does not import Ray: the class is what ``map_batches`` expects of a callable class,
 so it also runs on its own (``Predictor(artifact=...)(batch)``).
@@ -70,11 +71,29 @@ class Predictor:
 
     def __call__(self, batch: Mapping[str, Any]) -> Batch:
         feed = {name: self._column(batch, name) for name in self._columns}
-        results = self.session.run(list(self._outputs), feed)
+        results = self._run(feed)
         out: Batch = dict(batch) if self._keep else {}
         for name, value in zip(self._outputs, results):
             out[self._outputs[name]] = value
         return out
+
+    def _run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """One run for the batch, or, for a model compiled for a fixed batch size (its inputs'
+        first dim a number), one run per slice of that size, the outputs concatenated."""
+        if not feed:
+            return self.session.run(list(self._outputs), feed)
+        firsts = {arg.shape[0] if arg.shape else None for arg in self._inputs.values()}
+        count = len(next(iter(feed.values())))
+        size = firsts.pop() if len(firsts) == 1 else None
+        if not isinstance(size, int) or size == count:
+            return self.session.run(list(self._outputs), feed)
+        if count % size:
+            raise InvalidArgument(f"the model takes batches of exactly {size} rows (its inputs' first dim), "
+                                  f"the batch has {count}: use a batch_size that is a multiple of {size}")
+        names = list(self._outputs)
+        parts = [self.session.run(names, {name: value[start:start + size] for name, value in feed.items()})
+                 for start in range(0, count, size)]
+        return [np.concatenate(outputs) for outputs in zip(*parts)]
 
     def _column(self, batch: Mapping[str, Any], name: str) -> np.ndarray:
         """The batch's column for input ``name`` as one array of the input's type: rows stacked

@@ -87,6 +87,18 @@ def test_predictor_names_missing_columns_and_unknown_names(artifact):
         onnxc.ray.Predictor(artifact, input_columns={"img": "data"})
 
 
+def test_predictor_slices_batches_for_a_fixed_batch_size(tmp_path):
+    folder = tmp_path / "cnn4"
+    onnxc.compile_model(small_cnn().SerializeToString(), folder,
+                        onnxc.CompileOptions(dim_overrides=(("name", "batch", 4),)))
+    predictor = onnxc.ray.Predictor(folder)
+    x = images(8)
+    out = predictor({"image": x})
+    np.testing.assert_allclose(out["probs"], run_ort(small_cnn(), {"image": x})[0], rtol=1e-4, atol=1e-6)
+    with pytest.raises(onnxc.InvalidArgument, match="exactly 4 rows.*has 6"):
+        predictor({"image": images(6)})
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A local Ray instance with 2 CPUs on loopback: no dashboard, no usage reports sent out."""
