@@ -143,3 +143,30 @@ def test_a_split_build_shares_one_pool(monkeypatch, tmp_path):
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = 2
     np.testing.assert_array_equal(onnxc.InferenceSession(str(tmp_path), so).run(None, FEED)[0], expected)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_and_releases_its_copy_of_a_session():
+    """A process forked after a threaded session ran (a pre-forking server, multiprocessing's
+    fork start method) has none of the pool's threads: its runs take the calling thread, give
+    the same results, and releasing the session there joins nothing (no hang)."""
+    script = textwrap.dedent(f"""
+        import gc, os, sys
+        sys.path.insert(0, {HERE!r})
+        import numpy as np
+        from test_thread_pool import _conv_gemm_model, _session, FEED
+        sess = _session(_conv_gemm_model(), 2)
+        expected = sess.run(None, FEED)[0]
+        pid = os.fork()
+        if pid == 0:
+            ok = all(np.array_equal(sess.run(None, FEED)[0], expected) for _ in range(3))
+            del sess
+            gc.collect()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        np.testing.assert_array_equal(sess.run(None, FEED)[0], expected)
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=HERE)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
