@@ -1,12 +1,13 @@
 """``onnxc compile --target c``: the freestanding C99 package (codegen/embedded.py).
 
-Each package is built with its own Makefile (-std=c99 -Wall -Wextra -Wpedantic -Wconversion
--Werror, model code -ffreestanding), with gcc and clang, and its example program's printed
-outputs are compared with onnxruntime. Off the host: the package cross-compiled for 32-bit ARM
-Linux runs under qemu user-mode emulation and must print what the host printed, and it links
-for a Cortex-M4 with arm-none-eabi-gcc (newlib's libm only). The tests install those
-toolchains from Debian's packages when they are missing, and skip, saying so, only where that
-cannot be done."""
+Each package is built with its own Makefile (-std=c99 -Wall -Wextra -Wpedantic -Wconversion,
+-Werror asked for, model code -ffreestanding), with gcc and clang, and with CMake; its example
+program's printed outputs are compared with onnxruntime. Off the host: the package
+cross-compiled for 32-bit ARM Linux runs under qemu user-mode emulation and must print what the
+host printed, and it links for a Cortex-M4 with arm-none-eabi-gcc (newlib's libm only); running
+it on emulated microcontrollers is test_mcu.py, AArch64 test_aarch64.py. The tests install those
+toolchains from Debian's packages when they are missing; where that cannot be done they skip,
+saying so, or fail under ONNXC_REQUIRE_TOOLS=1."""
 from __future__ import annotations
 
 import os
