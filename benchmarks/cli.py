@@ -18,6 +18,9 @@ EPILOG = """examples:
   python -m onnxc.benchmarks --smoke              quick models, few runs, 1 thread (what CI runs)
   python -m onnxc.benchmarks --models mlp,light_resnet50 --threads 1
   python -m onnxc.benchmarks --list               the models
+  onnxc bench --corpus --threads 1,2              the real-world corpus (benchmarks/README.md)
+  onnxc bench --corpus --models magika,gpt2_ts --threads 1 --min-seconds 0.3
+  onnxc bench --corpus --prepare                  download and export the corpus only
 exit status: 0, also when targets are missed (they are reported); 1 with --check-targets and a missed target"""
 
 
@@ -40,7 +43,8 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
     p.add_argument("--models", help="comma-separated model names (see --list); default: all (--smoke: the quick ones)")
     p.add_argument("--threads", type=_int_list,
                    help="comma-separated thread counts; default 1,2 and the usable core count (--smoke: 1)")
-    p.add_argument("--json", default=DEFAULT_JSON, metavar="PATH", help=f"results file (default {DEFAULT_JSON})")
+    p.add_argument("--json", metavar="PATH",
+                   help=f"results file (default {DEFAULT_JSON}; with --corpus build/corpus.json)")
     p.add_argument("--runs", type=int, metavar="N", help="at least N timed runs per runtime")
     p.add_argument("--min-seconds", type=float, metavar="S", help="at least S seconds of timed runs per runtime")
     p.add_argument("--warmup", type=int, metavar="N", help="untimed runs of each runtime first")
@@ -56,6 +60,22 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
                    help="the GEMM microbenchmark (default: on; small shapes with --smoke)")
     p.add_argument("--check-targets", action="store_true", help="exit 1 if any target is missed")
     p.add_argument("--list", action="store_true", help="list the models and exit")
+    corpus = p.add_argument_group("the real-world corpus (--corpus)")
+    corpus.add_argument("--corpus", action="store_true",
+                        help="run the corpus of third-party and exported models instead of the suite "
+                             "(files in $ONNXC_CORPUS_DIR, default ~/.cache/onnxc/corpus; exports need "
+                             "the bench extra: torch, torchvision, transformers)")
+    corpus.add_argument("--prepare", action="store_true", help="download, export and quantize only; time nothing")
+    corpus.add_argument("--rebuild", action="store_true", help="download, export and quantize again")
+    corpus.add_argument("--modes", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time back to back, after 30 ms idle and beside the other runtime (default: on)")
+    corpus.add_argument("--openvino", action=argparse.BooleanOptionalAction, default=True,
+                        help="the OpenVINO column when openvino is installed (default: on)")
+    corpus.add_argument("--tokens", type=int, default=32, metavar="N",
+                        help="tokens per timed generation of a decoder with its KV cache (default 32)")
+    corpus.add_argument("--readme", metavar="PATH",
+                        help="README whose results section gets the tables (default: benchmarks/README.md "
+                             "of a source checkout, when there is one; --readme '' writes none)")
     return p
 
 
@@ -94,6 +114,9 @@ def _list_models() -> None:
 def main(argv: Sequence[str] | None = None, prog: str = "python -m onnxc.benchmarks") -> int:
     """Runs the suite; ``prog`` names the command in help and in the JSON (``onnxc bench`` passes its own)."""
     args = parser(prog).parse_args(argv)
+    if args.corpus:
+        from .corpus.cli import main as corpus_main
+        return corpus_main(args, _timing(args), prog, argv)
     if args.list:
         _list_models()
         return 0
@@ -109,10 +132,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m onnxc.benchma
     results["wall_s"] = time.perf_counter() - start
     results["command"] = " ".join([prog, *(argv if argv is not None else sys.argv[1:])])
     report.print_report(results)
-    folder = os.path.dirname(os.path.abspath(args.json))
-    os.makedirs(folder, exist_ok=True)
-    with open(args.json, "w", encoding="utf-8") as f:
+    path = args.json or DEFAULT_JSON
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)
-    print(f"\nresults written to {args.json} ({results['wall_s']:.0f} s)")
+    print(f"\nresults written to {path} ({results['wall_s']:.0f} s)")
     missed = [t for t in results["targets"] if t["met"] is False]
     return 1 if args.check_targets and missed else 0

@@ -4,11 +4,14 @@ bytes for a few models of the sizes microcontrollers run.
     python -m onnxc.benchmarks.footprint            # prints a Markdown table
     python -m onnxc.benchmarks.footprint --json build/footprint.json
 
-Each model's package is written to a temporary folder; model.c and weights.c are compiled
-with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
-(Debian's gcc-arm-none-eabi) and measured with arm-none-eabi-size: code is model.o's text,
-weights are weights.o's (constant data, in flash), the arena is the header's
-``<NAME>_ARENA_BYTES`` (RAM). Without the cross compiler the code column says so.
+Each model's package (``--name net``) is written to a temporary folder; net.c and net_weights.c
+are compiled with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
+(Debian's gcc-arm-none-eabi) and measured with arm-none-eabi-size: code is net.o's text,
+weights are net_weights.o's (constant data, in flash), the arena is the header's
+``<NAME>_ARENA_BYTES`` (RAM). Without the cross compiler the code column says so. The
+instructions of one inference are counted on QEMU's emulated boards (onnxc.benchmarks.mcu): the
+package's example program as Cortex-M4F firmware on mps2-an386, and as Cortex-M0+ code
+(ARMv6-M, soft float) on mps2-an385, both -Os.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from . import mcu
 from .builder import GraphBuilder
 from .models import mlp, tiny_cnn
 
@@ -105,28 +109,56 @@ def measure(name: str, model: onnx.ModelProto, workdir: str) -> dict[str, Any]:
         row["m4"] = f"{CROSS} not found"
         return row
     sizes = {}
-    for src in ("model.c", "weights.c"):
+    for src in ("net.c", "net_weights.c"):
         obj = os.path.join(folder, src[:-2] + ".m4.o")
         subprocess.run([CROSS, *CPU, "-Os", "-std=c99", "-ffreestanding", "-c", os.path.join(folder, src), "-o", obj],
                        check=True, capture_output=True)
         sizes[src] = _size("arm-none-eabi-size", obj)
-    row["m4_code_bytes"] = sizes["model.c"][0]
-    row["m4_model_data_bytes"] = sizes["model.c"][1] + sizes["model.c"][2]
-    row["m4_weights_bytes"] = sum(sizes["weights.c"][:2])
+    row["m4_code_bytes"] = sizes["net.c"][0]
+    row["m4_model_data_bytes"] = sizes["net.c"][1] + sizes["net.c"][2]
+    row["m4_weights_bytes"] = sum(sizes["net_weights.c"][:2])
+    row.update(instructions(model, folder))
     return row
 
 
+def instructions(model: onnx.ModelProto, folder: str) -> dict[str, Any]:
+    """Instructions per inference on each emulated board (onnxc.benchmarks.mcu), on random
+    inputs; a board's entry says why where the tools are missing or the run failed."""
+    missing = [tool for tool in mcu.TOOLS if not (os.path.exists(tool) if tool.startswith("/") else shutil.which(tool))]
+    if missing:
+        return {f"{board}_instructions": f"needs {', '.join(missing)}" for board in mcu.BOARDS}
+    rng = np.random.default_rng(0)
+    inputs = []
+    for i, value in enumerate(model.graph.input):
+        tensor = value.type.tensor_type
+        shape = [d.dim_value for d in tensor.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        inputs.append(f"input{i}.bin")
+        rng.standard_normal(shape).astype(dtype).tofile(os.path.join(folder, inputs[-1]))
+    out: dict[str, Any] = {}
+    for board in mcu.BOARDS:
+        elf = mcu.build_firmware(folder, "net", board, os.path.join(folder, f"net.{board}.elf"))
+        run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
+        out[f"{board}_instructions"] = run.instructions if run.returncode == 0 and run.instructions else \
+            f"failed: {(run.stdout + run.stderr).strip()[-120:]}"
+    return out
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| model | arena (RAM) | weights (flash) | code, Cortex-M4 -Os | code, this host -Os |",
-             "|---|---:|---:|---:|---:|"]
+    lines = ["| model | arena (RAM) | weights (flash) | code, Cortex-M4 -Os | code, this host -Os "
+             "| instructions, Cortex-M4F | instructions, Cortex-M0+ |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+
+    def cell(value: Any) -> str:
+        return f"{value:,}" if isinstance(value, int) else str(value)
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['error']} | | | |")
+            lines.append(f"| {r['model']} | {r['error']} | | | | | |")
             continue
-        m4 = r.get("m4_code_bytes", r.get("m4", "n/a"))
-        lines.append(f"| {r['model']} | {r['arena_bytes']:,} | {r['weights_bytes']:,} | "
-                     f"{m4:,} | {r['host_code_bytes']:,} |" if isinstance(m4, int) else
-                     f"| {r['model']} | {r['arena_bytes']:,} | {r['weights_bytes']:,} | {m4} | {r['host_code_bytes']} |")
+        cells = [r["arena_bytes"], r["weights_bytes"], r.get("m4_code_bytes", r.get("m4", "n/a")),
+                 r["host_code_bytes"], r.get("cortex-m4f_instructions", "n/a"),
+                 r.get("cortex-m0plus_instructions", "n/a")]
+        lines.append(f"| {r['model']} | " + " | ".join(cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
 

@@ -23,7 +23,7 @@ from ..compiler.ir import Graph, Node, Value, captured_values, free_values, read
 from ..compiler.ops import _winograd
 from . import cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, Target, TensorRef
-from .literals import c_literals
+from .literals import BIT_PATTERN_TYPES, c_bit_patterns, c_literals
 from .names import Mangler, c_string, comment
 from .templates import render
 from .units import split_units
@@ -51,7 +51,7 @@ class EmitOptions:
     # arrays of a source file of their own (``weights_source``) or, with weights_file "bin",
     # the weights file's bytes, which the caller binds at init.
     embedded: bool = False
-    weights_file: str = "c"       # embedded builds: "c" (weights.c) or "bin" (weights.bin, bound at init)
+    weights_file: str = "c"       # embedded builds: "c" (<prefix>_weights.c) or "bin" (<prefix>_weights.bin, bound at init)
     # Embedded builds: symbolic input dims with a largest size (``--dim NAME<=MAX``). Values
     # and scratch whose sizes depend on them get arena room for the bounds, checked at run time.
     dim_bounds: dict[str, int] = field(default_factory=dict)
@@ -72,7 +72,7 @@ class CModel:
     outputs: list[dict[str, Any]]
     functions: int
     extra: dict[str, Any] = field(default_factory=dict)
-    weights_source: str = ""      # embedded builds: the weights as C arrays (weights.c), "" with weights.bin
+    weights_source: str = ""      # embedded builds: the weights as C arrays (<prefix>_weights.c), "" with a weights.bin
     weights_bytes: int = 0        # embedded builds: the bytes of the weights (those arrays, or weights.bin)
     # The files the library is built from, by name: model.c (the source above) and, where the
     # node functions are split over units that compile in parallel, model_common.h and
@@ -106,7 +106,7 @@ class _Unit:
         self.uses_sequences = False
         self.profile_nodes: list[dict[str, Any]] = []   # what each profile event id is
         self.derived: list[Value] = []       # constants lowerings derived (packed weights)
-        self.external: list[dict[str, Any]] = []   # embedded builds: constants of weights.c
+        self.external: list[dict[str, Any]] = []   # embedded builds: constants of <prefix>_weights.c
         self.heap_uses: list[str] = []       # what needs memory of a run-time size (not embeddable)
         self.rng_streams = 0                 # random nodes: each counts its calls in the context
 
@@ -175,6 +175,8 @@ class CEmitter:
             "uses_sequences": unit.uses_sequences,
             "profile": self.opt.profile,
             "threads": max(int(self.opt.threads), 1),
+            # the most threads a region asks for: intra-op loops, or the nodes of an inter-op step
+            "pool_threads": max(int(self.opt.threads), int(self.opt.inter_threads), 1),
             "profile_max_dims": PROFILE_MAX_DIMS,
             "rng_streams": unit.rng_streams,
             "embedded": False,
@@ -278,7 +280,8 @@ class CEmitter:
                          "arena_bytes": ctx_bytes + data["arena_bytes"], "weights_bytes": weights_bytes,
                          "weights_bin": weights_bin, "bounded": bounded, "random": bool(unit.rng_streams)})
         weights = "" if weights_bin else render(f"{self.template_dir}/embedded/weights.c.j2",
-                                                {"prefix": prefix, "banner": banner, "externals": externals})
+                                                {"prefix": prefix, "PREFIX": prefix.upper(), "banner": banner,
+                                                 "externals": externals})
         if re.search(r"\b(malloc|calloc|realloc|free)\s*\(", source):
             raise OnnxcError("internal: freestanding source allocates memory")
         return CModel(source, header, bytes(unit.weights) if weights_bin else b"", prefix,
@@ -452,11 +455,13 @@ class CEmitter:
         raw = array.tobytes() if v.dtype is not dt.STRING else b""  # strings: pointers, always inline
         weights = self.unit.weights
         if self.opt.embedded and self.opt.weights_file == "c" and len(raw) > INLINE_CONST_BYTES:
-            # a typed array of weights.c, under the model's prefix (two models link together)
+            # a typed array of <prefix>_weights.c, under the model's prefix (two models link together)
             var = self.mangle(v.name, f"{self.opt.prefix}_w_")
             self.unit.const_locs[id(v)] = _Loc(var, "inline")
+            bits, literals = c_bit_patterns(array, v.dtype) if v.dtype in BIT_PATTERN_TYPES else \
+                (None, c_literals(array, v.dtype))
             self.unit.external.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
-                                       "literals": c_literals(array, v.dtype) or ["0"], "bytes": len(raw),
+                                       "bits": bits, "literals": literals or ["0"], "bytes": len(raw),
                                        "comment": comment(f"{v.name}: {v.type_str()}")})
             return
         if len(raw) > INLINE_CONST_BYTES:

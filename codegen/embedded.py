@@ -1,9 +1,10 @@
 """The freestanding source package of ``onnxc compile --target c``: the model as C99 that
-allocates nothing, with its weights as constant arrays, a Makefile, an example program and a
-README that states the sizes.
+allocates nothing, with its weights as constant arrays, a Makefile, a CMakeLists.txt, an
+example program and a README that states the sizes. Its files are named after the prefix
+(``--name``): ``kws.c``, ``kws.h``, ``kws_weights.c``, so packages share a folder or a firmware.
 
-The package is checked here before it is handed over: model.c and weights.c must compile
-with the host's C compiler under ``-std=c99 -Wall -Wextra -Wpedantic -Wconversion -Werror
+The package is checked here before it is handed over: the model's sources must compile with
+the host's C compiler under ``-std=c99 -Wall -Wextra -Wpedantic -Wconversion -Werror
 -ffreestanding``, and that object's code size goes into the README.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import re
 from typing import Any
 
 from ..compiler.errors import CompileError
@@ -21,8 +23,22 @@ from .templates import render
 
 # The flags a package must build with (its Makefile uses them too).
 STRICT_CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Wconversion", "-Werror", "-ffreestanding"]
-# Only these headers may appear in the model's own sources.
+# Only these headers (and the package's own) may appear in the model's own sources.
 ALLOWED_HEADERS = frozenset({"stdint.h", "stddef.h", "string.h", "math.h"})
+PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+
+
+def check_prefix(prefix: str) -> None:
+    """The prefix names C symbols, macros and files: a C identifier of at most 32 characters."""
+    if not isinstance(prefix, str) or not PREFIX.fullmatch(prefix):
+        raise ValueError(f"prefix {prefix!r}: a C identifier of at most 32 characters")
+
+
+def file_names(prefix: str) -> dict[str, str]:
+    """The package's files by role: the model's source and header, the weights as C or as
+    raw bytes, the example program."""
+    return {"source": f"{prefix}.c", "header": f"{prefix}.h", "weights_c": f"{prefix}_weights.c",
+            "weights_bin": f"{prefix}_weights.bin", "demo": f"{prefix}_demo.c"}
 
 
 def _print_spec(dtype: str, ctype: str) -> tuple[str, str]:
@@ -51,26 +67,29 @@ def write_package(model: CModel, output_dir: str, command: str, version: str, ti
 
     ins, outs = io(model.inputs, model.extra["inputs"]), io(model.outputs, model.extra["outputs"])
     weights_bin = not model.weights_source
-    common = {"banner": banner, "prefix": prefix, "PREFIX": prefix.upper(), "weights_bin": weights_bin}
-    files = {"model.c": model.source, "model.h": model.header,
-             "main.c": render("c/embedded/main.c.j2", {**common, "inputs": ins, "outputs": outs}),
-             "Makefile": render("c/embedded/Makefile.j2", common)}
+    names = file_names(prefix)
+    common = {"banner": banner, "prefix": prefix, "PREFIX": prefix.upper(), "weights_bin": weights_bin,
+              "files": names}
+    files = {names["source"]: model.source, names["header"]: model.header,
+             names["demo"]: render("c/embedded/main.c.j2", {**common, "inputs": ins, "outputs": outs}),
+             "Makefile": render("c/embedded/Makefile.j2", common),
+             "CMakeLists.txt": render("c/embedded/CMakeLists.txt.j2", common)}
     if not weights_bin:
-        files["weights.c"] = model.weights_source
+        files[names["weights_c"]] = model.weights_source
     os.makedirs(output_dir, exist_ok=True)
     for name, text in files.items():
         _write(os.path.join(output_dir, name), text)
     if weights_bin:
-        with open(os.path.join(output_dir, "weights.bin"), "wb") as f:
+        with open(os.path.join(output_dir, names["weights_bin"]), "wb") as f:
             f.write(model.weights)
-        files["weights.bin"] = ""
+        files[names["weights_bin"]] = ""
     cc = cc or os.environ.get("CC", "cc")
-    code_bytes, size_command = _check_and_measure(cc, output_dir)
+    sources = [names["source"]] + ([] if weights_bin else [names["weights_c"]])
+    code_bytes, size_command = _check_and_measure(cc, output_dir, sources, names["header"])
     readme = render("c/embedded/README.md.j2", {
-        "prefix": prefix, "PREFIX": prefix.upper(), "title": comment(title), "version": comment(version),
+        **common, "title": comment(title), "version": comment(version),
         "command": comment(command), "arena_bytes": model.arena_bytes, "weights_bytes": model.weights_bytes,
-        "code_bytes": code_bytes, "size_command": size_command, "inputs": ins, "outputs": outs,
-        "weights_bin": weights_bin})
+        "code_bytes": code_bytes, "size_command": size_command, "inputs": ins, "outputs": outs})
     _write(os.path.join(output_dir, "README.md"), readme)
     return {"target": "c", "prefix": prefix, "arena_bytes": model.arena_bytes,
             "weights_bytes": model.weights_bytes, "code_bytes": code_bytes,
@@ -84,22 +103,23 @@ def _write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _check_and_measure(cc: str, folder: str) -> tuple[int | str, str]:
-    """Compiles model.c and weights.c with STRICT_CFLAGS (a failure is a CompileError: the
-    package would not build); returns model.c's code bytes (text) at -Os and how they were read."""
+def _check_and_measure(cc: str, folder: str, sources: list[str], header: str) -> tuple[int | str, str]:
+    """Compiles the model's sources (the model, its weights) with STRICT_CFLAGS (a failure is a
+    CompileError: the package would not build); returns the model's code bytes (text) at -Os
+    and how they were read."""
     if shutil.which(cc) is None:
         raise CompileError(f"C compiler {cc!r} not found (set CC)")
     with tempfile.TemporaryDirectory(prefix="onnxc-pkg-") as tmp:
         objects = {}
-        for name in [n for n in ("model.c", "weights.c") if os.path.exists(os.path.join(folder, n))]:
+        for name in sources:
             # the headers the preprocessor actually opens (-H: one dot per nesting level)
             proc = subprocess.run([cc, *STRICT_CFLAGS, "-E", "-H", os.path.join(folder, name), "-o", os.devnull],
                                   capture_output=True, text=True)
             direct = {os.path.basename(line[2:].strip()) for line in proc.stderr.splitlines() if line.startswith(". ")}
-            if proc.returncode != 0 or not direct - {"model.h"} <= ALLOWED_HEADERS:
-                raise CompileError(f"internal: {name} includes {sorted(direct - ALLOWED_HEADERS - {'model.h'})} "
+            if proc.returncode != 0 or not direct - {header} <= ALLOWED_HEADERS:
+                raise CompileError(f"internal: {name} includes {sorted(direct - ALLOWED_HEADERS - {header})} "
                                    f"{proc.stderr[-2000:] if proc.returncode else ''}")
-            obj = os.path.join(tmp, name[:-2] + ".o")
+            obj = os.path.join(tmp, f"{len(objects)}.o")
             cmd = [cc, "-Os", *STRICT_CFLAGS, "-c", os.path.join(folder, name), "-o", obj]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
@@ -108,8 +128,8 @@ def _check_and_measure(cc: str, folder: str) -> tuple[int | str, str]:
         size = shutil.which("size")
         if size is None:
             return "n/a", "no size tool"
-        proc = subprocess.run([size, objects["model.c"]], capture_output=True, text=True)
+        proc = subprocess.run([size, objects[sources[0]]], capture_output=True, text=True)
         lines = proc.stdout.strip().splitlines()
         if proc.returncode != 0 or len(lines) < 2:
             return "n/a", "size failed"
-        return int(lines[1].split()[0]), f"{os.path.basename(cc)} -Os, size model.o: text"
+        return int(lines[1].split()[0]), f"{os.path.basename(cc)} -Os, size {sources[0][:-2]}.o: text"

@@ -51,6 +51,19 @@ def c_literals(array: np.ndarray, dtype: dt.DType) -> list[str]:
     return [c_literal(x, dtype) for x in np.asarray(array).reshape(-1)]
 
 
+# Float weights of a package as the unsigned integers of the same bits: hex integers are the
+# shortest exact spelling (about 11 characters a float, against 22 for hex floats).
+BIT_PATTERN_TYPES = {dt.FLOAT: ("uint32_t", np.uint32), dt.DOUBLE: ("uint64_t", np.uint64)}
+
+
+def c_bit_patterns(array: np.ndarray, dtype: dt.DType) -> tuple[str, list[str]]:
+    """A float32 or float64 array's elements as hex integer literals of their bits, and the
+    C type they initialize (the ``bits`` member of a union whose ``values`` member the code reads)."""
+    ctype, bits = BIT_PATTERN_TYPES[dtype]
+    flat = np.ascontiguousarray(np.asarray(array, dtype=dtype.np).reshape(-1))
+    return ctype, [f"0x{v:x}" for v in flat.view(bits).tolist()]
+
+
 def float_literal(x: float, compute: str) -> str:
     """``x`` as a C literal of a float compute type (``float``: shortest float32 digits, ``f`` suffix)."""
     with np.errstate(over="ignore"):

@@ -12,6 +12,7 @@ version = __version__        # onnxruntime.version
 package_name = "onnxc"       # onnxruntime.package_name
 
 from . import capi
+from ._as_onnxruntime import install_as_onnxruntime
 from .compiler.errors import (CompileError, InvalidArgument, ModelError, ModelNotFound, ModelParseError, OnnxcError,
                               RuntimeFailure, ShapeError, UnsafeCacheError, UnsupportedError)
 from .driver import CompileOptions, compile_model
@@ -32,4 +33,5 @@ __all__ = [
     "set_default_logger_verbosity", "OrtValue", "IOBinding", "Env", "OrtLoggingLevel",
     "get_device", "set_seed", "get_version_string", "get_build_info", "has_collective_ops",
     "enable_telemetry_events", "disable_telemetry_events", "preload_dlls", "print_debug_info",
+    "install_as_onnxruntime",
 ]

@@ -74,7 +74,7 @@ NOTES: dict[tuple[str, str], str] = {
     (MODULE, "create_and_register_allocator_v2"): "not provided: no shared allocators (memory is planned at "
                                                   "compile time)",
     (MODULE, "set_global_thread_pool_sizes"): "not provided: each session's threads come from its "
-                                              "`SessionOptions` (OpenMP in the generated code)",
+                                              "`SessionOptions` (a pool per session context in the generated code)",
     (MODULE, "set_default_logger_callback"): "not provided: onnxc logs through Python `logging`; add a handler "
                                              "to the `onnxc` logger",
     (MODULE, "copy_tensors"): "not provided: `OrtValue.update_inplace` and `numpy()` copy between devices",
@@ -178,8 +178,8 @@ NOTES: dict[tuple[str, str], str] = {
     ("SessionOptions", "add_external_initializers"): "done: the values are compiled in place of the model's "
                                                      "initializers",
     ("SessionOptions", "execution_order"): "warns unless `DEFAULT`: nodes run in the graph's topological order",
-    ("SessionOptions", "intra_op_num_threads"): "done: above 1 the code is built with OpenMP (results are bit for "
-                                                "bit those of one thread); 0 means one thread per usable core; 1 "
+    ("SessionOptions", "intra_op_num_threads"): "done: above 1 the parallel loops run on the "
+                                                "context's own thread pool (results are bit for bit those of one thread); 0 means one thread per usable core; 1 "
                                                 "builds serial code",
     ("SessionOptions", "execution_mode"): "done: with `ORT_PARALLEL` the nodes of one level run together on "
                                           "`inter_op_num_threads` threads",
@@ -201,7 +201,7 @@ NOTES: dict[tuple[str, str], str] = {
     ("SessionOptions", "clear_ep_context_data_read_func"): "not provided: no EP context models",
     ("SessionOptions", "set_load_cancellation_flag"): "not provided: loading (compiling) is not cancellable",
     ("SessionOptions", "use_per_session_threads"): "not provided: threads are always the session's own "
-                                                   "(OpenMP in the generated code)",
+                                                   "(a pool per session context in the generated code)",
 
     # --- RunOptions -----------------------------------------------------------------------------
     ("RunOptions", "log_severity_level"): "done: `0` logs the run, tagged with `run_tag`",

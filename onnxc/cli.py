@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import json
 import os
 import re
@@ -159,11 +160,12 @@ def _check_dim_names(model: str, names: Sequence[str]) -> None:
             raise CliError(f"--dim {name}: the model has no input dim of that name (its dims: {known})")
 
 
-# What each kind of compile output holds; a folder with one of these is that kind.
+# What each kind of compile output holds; a folder with one of these is that kind. A package's
+# files are named after its prefix (kws.c, kws.h, kws_weights.c, kws_demo.c), hence the patterns.
 _OUTPUT_FILES = {"artifact": ("manifest.json", "libmodel.so", "weights.bin", "model.c", "model.cu", "model.h",
-                              "model_common.h"),
-                 "package": ("Makefile", "main.c", "model.c", "model.h", "weights.c", "weights.bin", "README.md")}
-_OUTPUT_NAMES = {"artifact": "an onnxc artifact (manifest.json)", "package": "a C package (Makefile, main.c)"}
+                              "model_common.h", "model_nodes_*.c"),
+                 "package": ("Makefile", "CMakeLists.txt", "README.md", "*.c", "*.h", "*_weights.bin")}
+_OUTPUT_NAMES = {"artifact": "an onnxc artifact (manifest.json)", "package": "a C package (Makefile, CMakeLists.txt)"}
 
 
 def _folder_kind(folder: str) -> Optional[str]:
@@ -179,7 +181,7 @@ def _folder_kind(folder: str) -> Optional[str]:
         return None
     if "manifest.json" in entries:
         return "artifact"
-    if "Makefile" in entries and "main.c" in entries:
+    if "Makefile" in entries and "CMakeLists.txt" in entries and any(e.endswith("_demo.c") for e in entries):
         return "package"
     return "other"
 
@@ -194,10 +196,10 @@ def _check_output_folder(folder: str, kind: str, force: bool) -> None:
         what = _OUTPUT_NAMES.get(found, "files onnxc did not write")
         raise CliError(f"-o {folder}: the folder holds {what}, not {_OUTPUT_NAMES[kind]}: give another folder, "
                        "or --force to write over it")
-    if os.path.isdir(folder):
-        for name in set(_OUTPUT_FILES.get(found, ())) - set(_OUTPUT_FILES[kind]):
+    if os.path.isdir(folder) and found in _OUTPUT_FILES:
+        for name in os.listdir(folder):
             path = os.path.join(folder, name)
-            if os.path.isfile(path):
+            if any(fnmatch.fnmatchcase(name, p) for p in _OUTPUT_FILES[found]) and os.path.isfile(path):
                 os.unlink(path)
 
 
@@ -689,14 +691,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cflags-opt", default="-O3", help="C optimization flag (default -O3)")
     p.add_argument("--march", default="native", help="target CPU for -march (default native)")
     p.add_argument("--portable", action="store_true", help="no -march flag: runs on any CPU of the arch")
-    p.add_argument("--name", default="model", help="prefix of the generated C API symbols (default model)")
+    p.add_argument("--name", default="model",
+                   help="prefix of the generated C API symbols, and with --target c of the package's files "
+                        "(default model)")
     p.add_argument("--target", choices=("native", "c"), default="native",
                    help="native: a shared library for this machine (default); c: a freestanding C99 "
-                        "source package (model.c, model.h, weights.c, Makefile, main.c, README.md) "
+                        "source package (NAME.c, NAME.h, NAME_weights.c, NAME_demo.c, Makefile, "
+                        "CMakeLists.txt, README.md) "
                         "that allocates nothing, for microcontrollers and other targets")
     p.add_argument("--weights", choices=("c", "bin"), default="c",
-                   help="with --target c: the weights as constant arrays in weights.c (default), or as "
-                        "weights.bin (little-endian) that the program loads and passes to NAME_init")
+                   help="with --target c: the weights as constant arrays in NAME_weights.c (default), or as "
+                        "NAME_weights.bin (little-endian) that the program loads and passes to NAME_init")
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "
                         "or bounded: NAME<=MAX builds for every size up to MAX, the arena sized for MAX")
@@ -759,7 +764,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Both runtimes get intra_op_num_threads=--threads (default 1; 0: one thread "
                     "per core, each runtime's default). Without a model, `onnxc bench` runs the "
                     "benchmark suite (`onnxc bench --smoke`, `--models`, `--threads 1,2`; "
-                    "`python -m onnxc.benchmarks --help` lists its options).",
+                    "`python -m onnxc.benchmarks --help` lists its options), and `onnxc bench --corpus` "
+                    "the real-world corpus of third-party and exported models (benchmarks/README.md).",
         epilog=_examples("onnxc bench model.onnx",
                          "onnxc bench model.onnx --runs 200 --warmup 20 --dim batch=16",
                          "onnxc bench model.onnx --threads 0",

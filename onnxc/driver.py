@@ -72,7 +72,11 @@ class CompileOptions:
     def toolchain(self) -> Toolchain | CudaToolchain:
         if self.target == "cuda":
             return CudaToolchain(archs=self.cuda_archs, emulate=self.cuda_emulate)
-        extra = list(self.extra_cflags) + (["-fopenmp"] if self.threads > 1 or self.inter_threads > 0 else [])
+        # Threads: GCC outlines the kernels' OpenMP constructs, and the model's own pool serves
+        # them (c/helpers/pool.c.j2); --as-needed leaves out the OpenMP runtime -fopenmp links,
+        # which then nothing calls (other compilers' builds keep theirs).
+        threaded = self.threads > 1 or self.inter_threads > 0
+        extra = list(self.extra_cflags) + (["-fopenmp", "-pthread", "-Wl,--as-needed"] if threaded else [])
         if self.denormal_as_zero:   # the value: how many threads (the caller's and OpenMP's) flush
             extra.append(f"-DONNXC_DENORMAL_AS_ZERO={max(self.threads, self.inter_threads, 1)}")
         return Toolchain(opt=self.opt, march=self.march, extra=extra)
@@ -203,6 +207,7 @@ def _custom_ops(options: CompileOptions) -> Iterator[list]:
 def _check_options(options: CompileOptions, descs: list) -> None:
     if options.target not in ("native", "c", "cuda"):
         raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
+    embedded_package.check_prefix(options.prefix)
     if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile):
         raise ValueError("CUDA builds run without host threads or profiling")
     if options.target == "cuda" and descs:   # (a session runs such a model on the CPU, with a warning)

@@ -82,7 +82,9 @@ def read_manifest(folder: str) -> dict[str, Any]:
         raise ModelError(f"{folder!r} is not an onnxc artifact: {e}") from e
 
 
-# Multi-threaded builds use OpenMP. GNU libgomp's idle threads spin for about a millisecond
+# Multi-threaded builds made by GCC run on the model's own thread pool (c/helpers/pool.c.j2)
+# and link no OpenMP runtime; builds by other compilers use their OpenMP runtime, for which
+# what follows holds. GNU libgomp's idle threads spin for about a millisecond
 # before they sleep, which costs nothing on an idle machine and a lot where other processes
 # (or other sessions) want the same cores: a spinning thread holds a core that the thread
 # it waits for needs. Unless the user chose a policy, the spin is cut to a few microseconds,

@@ -24,6 +24,8 @@ HEAVY_SUITES = {
     "nvcc": "every conformance case's CUDA source compiled by nvcc",
     "package_conformance": "every conformance case as a --target c package, built and run on the host",
     "fuzz": "a long campaign of mutated models",
+    "tsan": "multi-threaded builds under ThreadSanitizer: conformance cases and models at 2 and 4 threads",
+    "mcu": "--target c packages run on emulated microcontroller boards (qemu-system-arm)",
 }
 
 

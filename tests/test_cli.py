@@ -471,6 +471,10 @@ def test_compile_refuses_a_folder_holding_another_kind_of_output(capsys, models,
     assert (art / "Makefile").is_file() and not (art / "manifest.json").exists() and not (art / "libmodel.so").exists()
     code, _, err = _main(capsys, "compile", models["add"], "-o", art, "--quiet")
     assert code == 1 and "holds a C package" in err
+    assert _main(capsys, "compile", models["add"], "-o", art, "--quiet", "--force")[0] == 0
+    left = sorted(os.listdir(art))
+    assert "manifest.json" in left and not {"Makefile", "CMakeLists.txt", "model_demo.c", "README.md"} & set(left)
+    assert _main(capsys, "compile", models["add"], "-o", art, *package, "--force")[0] == 0
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")

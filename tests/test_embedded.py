@@ -1,12 +1,13 @@
 """``onnxc compile --target c``: the freestanding C99 package (codegen/embedded.py).
 
-Each package is built with its own Makefile (-std=c99 -Wall -Wextra -Wpedantic -Wconversion
--Werror, model code -ffreestanding), with gcc and clang, and its example program's printed
-outputs are compared with onnxruntime. Off the host: the package cross-compiled for 32-bit ARM
-Linux runs under qemu user-mode emulation and must print what the host printed, and it links
-for a Cortex-M4 with arm-none-eabi-gcc (newlib's libm only). The tests install those
-toolchains from Debian's packages when they are missing, and skip, saying so, only where that
-cannot be done."""
+Each package is built with its own Makefile (-std=c99 -Wall -Wextra -Wpedantic -Wconversion,
+-Werror asked for, model code -ffreestanding), with gcc and clang, and with CMake; its example
+program's printed outputs are compared with onnxruntime. Off the host: the package
+cross-compiled for 32-bit ARM Linux runs under qemu user-mode emulation and must print what the
+host printed, and it links for a Cortex-M4 with arm-none-eabi-gcc (newlib's libm only); running
+it on emulated microcontrollers is test_mcu.py, AArch64 test_aarch64.py. The tests install those
+toolchains from Debian's packages when they are missing; where that cannot be done they skip,
+saying so, or fail under ONNXC_REQUIRE_TOOLS=1."""
 from __future__ import annotations
 
 import os
@@ -105,7 +106,7 @@ def parse_outputs(text: str) -> list[np.ndarray]:
     for line in text.splitlines():
         if line.startswith("# output"):
             outputs.append([])
-        elif line.strip():
+        elif line.strip() and not line.startswith("#"):   # ("# clock N" with DEMO_CLOCK)
             outputs[-1].append(float(line))
     return [np.array(o) for o in outputs]
 
@@ -133,18 +134,24 @@ def assert_outputs(actual: list[np.ndarray], expected: list[np.ndarray], rtol=1e
 
 def test_package_is_freestanding_and_states_its_sizes(tmp_path):
     folder = package(tmp_path, mlp_model(), "mlp")
-    assert sorted(os.listdir(folder)) == ["Makefile", "README.md", "main.c", "model.c", "model.h", "weights.c"]
-    header = open(os.path.join(folder, "model.h")).read()
+    assert sorted(os.listdir(folder)) == ["CMakeLists.txt", "Makefile", "README.md", "mlp.c", "mlp.h", "mlp_demo.c",
+                                          "mlp_weights.c"]
+    header = open(os.path.join(folder, "mlp.h")).read()
     arena = int(re.search(r"#define MLP_ARENA_BYTES (\d+)u", header).group(1))
     weights = int(re.search(r"#define MLP_WEIGHTS_BYTES (\d+)u", header).group(1))
-    sizes = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "uint8_t": 1, "int8_t": 1}
-    arrays = re.findall(r"^extern const (\w+) (\w+)\[(\d+)\];", open(os.path.join(folder, "weights.c")).read(), re.M)
-    assert len(arrays) == 2 and all(name.startswith("mlp_w_") for _, name, _ in arrays)
-    assert weights == sum(sizes[t] * int(n) for t, _, n in arrays) >= (64 * 32 + 64 * 10) * 4  # small biases stay inline
+    weights_c = open(os.path.join(folder, "mlp_weights.c")).read()
+    # float weights as the hex integers of their bits: about 11 characters for 4 bytes
+    arrays = re.findall(r"^extern const union (\w+) { uint32_t bits\[(\d+)\]; float values\[\2\]; } \1;", weights_c, re.M)
+    assert len(arrays) == 2 and all(name.startswith("mlp_w_") for name, _ in arrays)
+    assert weights == sum(4 * int(n) for _, n in arrays) >= (64 * 32 + 64 * 10) * 4  # small biases stay inline
+    assert len(weights_c) < 3 * weights
+    dry = {w: subprocess.run(["make", "-n", "-C", folder, *w], capture_output=True, text=True, check=True).stdout
+           for w in ((), ("WERROR=1",))}
+    assert "-Werror" not in dry[()] and "-Werror" in dry[("WERROR=1",)]   # warnings are errors when asked
     readme = open(os.path.join(folder, "README.md")).read()
     assert f"| {arena} |" in readme and f"| {weights} |" in readme
-    assert re.search(r"\| code, `model.c`.*\| \d+ \|", readme)
-    for name in ("model.c", "weights.c"):
+    assert re.search(r"\| code, `mlp.c`.*\| \d+ \|", readme)
+    for name in ("mlp.c", "mlp_weights.c"):
         obj = str(tmp_path / (name[:-2] + ".o"))
         built = subprocess.run(["cc", "-std=c99", "-O2", "-ffreestanding", "-c", os.path.join(folder, name), "-o", obj],
                                capture_output=True, text=True)
@@ -166,7 +173,7 @@ def test_package_builds_warning_free_and_matches_onnxruntime(tmp_path, build, cc
     model = mlp_model() if build == "mlp" else cnn_model()
     feeds = {"x": RNG.standard_normal((1, 32) if build == "mlp" else (1, 1, 49, 10)).astype(np.float32)}
     folder = package(tmp_path, model, build, *(() if build == "mlp" else ("--dim", "N=1")))
-    make(folder, f"CC={cc}")
+    make(folder, f"CC={cc}", "WERROR=1")
     got = run_demo(folder, build, write_inputs(folder, feeds))
     assert_outputs(got, run_ort(model, feeds))
 
@@ -195,38 +202,44 @@ def test_small_memory_blocking_matches_onnxruntime(tmp_path):
     feeds = {"x": rng.standard_normal((1, 32, 20, 20)).astype(np.float32),
              "a": rng.standard_normal((20, 200)).astype(np.float32)}
     folder = package(tmp_path, model, "blocked")
-    header = open(os.path.join(folder, "model.h")).read()
+    header = open(os.path.join(folder, "blocked.h")).read()
     assert int(re.search(r"#define BLOCKED_ARENA_BYTES (\d+)u", header).group(1)) < 100_000
     make(folder)
     assert_outputs(run_demo(folder, "blocked", write_inputs(folder, feeds)), run_ort(model, feeds))
 
 
 def test_weights_in_a_bin_file_the_program_loads(tmp_path):
-    """--weights bin: no weights.c; weights.bin holds the same values, the example program
-    reads it and passes it to the init function, and the results are the same."""
+    """--weights bin: no kws_weights.c; kws_weights.bin holds the same values, the example
+    program reads it and passes it to the init function, and the results are the same."""
     model = cnn_model()
     feeds = {"x": np.random.default_rng(4).standard_normal((1, 1, 49, 10)).astype(np.float32)}
     folder = package(tmp_path, model, "kws", "--dim", "N=1", "--weights", "bin")
-    assert "weights.c" not in os.listdir(folder)
-    header = open(os.path.join(folder, "model.h")).read()
+    assert "kws_weights.c" not in os.listdir(folder)
+    header = open(os.path.join(folder, "kws.h")).read()
     assert "int kws_init(void *arena, const void *weights);" in header
     weights = int(re.search(r"#define KWS_WEIGHTS_BYTES (\d+)u", header).group(1))
-    assert os.path.getsize(os.path.join(folder, "weights.bin")) == weights > 0
+    assert os.path.getsize(os.path.join(folder, "kws_weights.bin")) == weights > 0
     make(folder)
-    got = run_demo(folder, "kws", [os.path.join(folder, "weights.bin"), *write_inputs(folder, feeds)])
+    got = run_demo(folder, "kws", [os.path.join(folder, "kws_weights.bin"), *write_inputs(folder, feeds)])
     assert_outputs(got, run_ort(model, feeds))
     assert cli_main(["compile", str(tmp_path / "kws.onnx"), "--weights", "bin", "-o", str(tmp_path / "native"),
                      "-q"]) != 0   # a native artifact has its own weights file
 
 
-def test_two_models_link_into_one_program(tmp_path):
+@pytest.mark.parametrize("build", ["cc", "cmake"])
+def test_two_models_link_into_one_program(tmp_path, build):
+    """Two packages in one program, as their files and symbols are named after --name: built
+    with cc, the weights of one placed in a section of their own and aligned by its macros;
+    and with CMake, each package a subdirectory whose library the program links (their example
+    programs are built only where a package is the top-level project), warnings as errors."""
     a, b = package(tmp_path, mlp_model(), "first"), package(tmp_path, cnn_model(), "second", "--dim", "N=1")
     main = tmp_path / "both.c"
     main.write_text(textwrap.dedent("""\
         #include <stdio.h>
-        #include "first/model.h"
-        #include "second/model.h"
-        static uint64_t arena_a[(FIRST_ARENA_BYTES + 7u) / 8u], arena_b[(SECOND_ARENA_BYTES + 7u) / 8u];
+        #include "first.h"
+        #include "second.h"
+        FIRST_ARENA(arena_a);
+        SECOND_ARENA(arena_b);
         static float x[32], image[490], probs[10], y[12];
         static int64_t label[1];
         int main(void)
@@ -247,12 +260,40 @@ def test_two_models_link_into_one_program(tmp_path):
             return 0;
         }
         """))
-    exe = tmp_path / "both"
-    sources = [os.path.join(a, "model.c"), os.path.join(a, "weights.c"), os.path.join(b, "model.c"),
-               os.path.join(b, "weights.c")]
-    proc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", "-I", str(tmp_path), str(main),
-                           *sources, "-o", str(exe), "-lm"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    if build == "cc":
+        exe = tmp_path / "both"
+        sources = [os.path.join(a, "first.c"), os.path.join(a, "first_weights.c"), os.path.join(b, "second.c"),
+                   os.path.join(b, "second_weights.c")]
+        placement = ['-DFIRST_WEIGHTS_SECTION=".first_weights"', "-DFIRST_ALIGN=64"]
+        proc = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2", *placement, "-I", a, "-I", b,
+                               str(main), *sources, "-o", str(exe), "-lm"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        sections = subprocess.run(["objdump", "-h", str(exe)], capture_output=True, text=True, check=True).stdout
+        nm = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+        weights = [int(line.split()[0], 16) for line in nm if " first_w_" in line]
+        assert " .first_weights " in sections and weights and all(w % 64 == 0 for w in weights)
+    else:
+        ensure_tools({"cmake": "cmake"})
+        (tmp_path / "CMakeLists.txt").write_text(textwrap.dedent("""\
+            cmake_minimum_required(VERSION 3.13)
+            project(both C)
+            add_subdirectory(first)
+            add_subdirectory(second)
+            add_executable(both both.c)
+            target_link_libraries(both PRIVATE first second)
+            """))
+        out = tmp_path / "build"
+        for cmd in (["cmake", "-S", str(tmp_path), "-B", str(out), "-DFIRST_WERROR=ON", "-DSECOND_WERROR=ON"],
+                    ["cmake", "--build", str(out)]):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        exe = out / "both"
+        assert not (out / "first" / "first_demo").exists()
+        alone = tmp_path / "alone"   # a package as the top-level project builds its example program too
+        for cmd in (["cmake", "-S", a, "-B", str(alone)], ["cmake", "--build", str(alone)]):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert (alone / "first_demo").is_file()
     got = parse_outputs(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
     x = (np.arange(32, dtype=np.float32) / 32).reshape(1, 32)
     image = ((np.arange(490) % 7) / 7).astype(np.float32).reshape(1, 1, 49, 10)
@@ -268,6 +309,18 @@ def test_what_needs_run_time_memory_is_refused_with_its_node(tmp_path):
         compile_model(cnn_model(), str(tmp_path / "sym"), CompileOptions(target="c"))
     with pytest.raises(ValueError, match="one thread"):
         compile_model(mlp_model(), str(tmp_path / "t"), CompileOptions(target="c", threads=2))
+
+
+def test_the_name_must_be_a_c_identifier(tmp_path):
+    """The prefix names symbols, macros and files: through the API as through --name, anything
+    but a C identifier of at most 32 characters is refused before a file is written."""
+    for bad in ("a-b", "1st", "x;y", "../up", "", "k" * 33, "kws\n#define"):
+        with pytest.raises(ValueError, match="C identifier"):
+            compile_model(mlp_model(), str(tmp_path / "bad"), CompileOptions(target="c", prefix=bad))
+    assert not (tmp_path / "bad").exists()
+    path = tmp_path / "m.onnx"
+    onnx.save(mlp_model(), str(path))
+    assert cli_main(["compile", str(path), "--target", "c", "--name", "../up", "-o", str(tmp_path / "p"), "-q"]) != 0
 
 
 # --- off the host --------------------------------------------------------------------------------------
@@ -297,8 +350,8 @@ def test_cortex_m4_links_freestanding(tmp_path, capsys):
     folder = package(tmp_path, cnn_model(), "kws", "--dim", "N=1")
     firmware = tmp_path / "firmware.c"
     firmware.write_text(textwrap.dedent("""\
-        #include "model.h"
-        static uint64_t arena[(KWS_ARENA_BYTES + 7u) / 8u];
+        #include "kws.h"
+        KWS_ARENA(arena);
         static float features[KWS_INPUT_0_COUNT], scores[KWS_OUTPUT_0_COUNT];
         volatile float sink;
         int main(void)
@@ -316,13 +369,13 @@ def test_cortex_m4_links_freestanding(tmp_path, capsys):
     elf = tmp_path / "firmware.elf"
     cmd = ["arm-none-eabi-gcc", *cpu, "-Os", "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Wconversion", "-Werror",
            "-ffreestanding", "-ffunction-sections", "-fdata-sections", "-I", folder, str(firmware),
-           os.path.join(folder, "model.c"), os.path.join(folder, "weights.c"), "--specs=nosys.specs",
+           os.path.join(folder, "kws.c"), os.path.join(folder, "kws_weights.c"), "--specs=nosys.specs",
            "-Wl,--gc-sections", "-o", str(elf), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     size = subprocess.run(["arm-none-eabi-size", str(elf)], capture_output=True, text=True, check=True).stdout
     text, data, bss = (int(v) for v in size.splitlines()[1].split()[:3])
-    header = open(os.path.join(folder, "model.h")).read()
+    header = open(os.path.join(folder, "kws.h")).read()
     arena = int(re.search(r"#define KWS_ARENA_BYTES (\d+)u", header).group(1))
     weights = int(re.search(r"#define KWS_WEIGHTS_BYTES (\d+)u", header).group(1))
     assert text >= weights and bss >= arena   # weights in flash, the arena in RAM
@@ -348,14 +401,35 @@ def _conformance_cases() -> list:
 @pytest.mark.parametrize("name", _conformance_cases())
 def test_conformance_case_as_a_package(name, tmp_path):
     """The case's model as a freestanding package, built strictly and run by its example
-    program on the case's inputs. A model a package cannot hold (run-time sizes, strings,
-    sequences) is refused at compile time and skipped here with that reason."""
+    program on the case's inputs. The cases a package cannot hold (run-time sizes, strings,
+    sequences) are listed with the reason in expected_package_refusals.txt: a listed case
+    xfails with it, a refusal not listed fails, and so does a listed case that builds."""
     from conformance.cases import all_cases
-    from conformance.embedded import run_case_embedded
+    from conformance.embedded import PACKAGE_REFUSALS, package_refusals, run_case_embedded
+    reason = package_refusals().get(name)
     try:
         run_case_embedded(all_cases()[name], str(tmp_path / "pkg"))
     except UnsupportedError as e:
-        pytest.skip(f"not embeddable: {str(e)[:160]}")
+        if reason is None:
+            pytest.fail(f"--target c refuses {name}, which is not listed in {os.path.basename(PACKAGE_REFUSALS)}: "
+                        f"{str(e)[:300]}", pytrace=False)
+        pytest.xfail(f"not embeddable: {reason}")
+    if reason is not None:
+        pytest.fail(f"{name} builds as a package now but is listed in {os.path.basename(PACKAGE_REFUSALS)} "
+                    f"({reason}): remove it", pytrace=False)
+
+
+def test_the_harness_counts_what_the_program_printed():
+    """A program that prints fewer or more outputs, or elements, than the case has fails."""
+    from conformance.cases import Mismatch
+    from conformance.embedded import parse_printed
+    expected = [np.zeros(3, np.float32), np.arange(2, dtype=np.int64)]
+    good = "# output 0 y\n0\n0\n0\n# clock 120\n# output 1 z\n0\n1\n"
+    assert [a.tolist() for a in parse_printed(good, expected)] == [[0, 0, 0], [0, 1]]
+    for bad in ("", "# output 0 y\n0\n0\n0\n", good + "# output 2 w\n", good.replace("0\n0\n0\n", "0\n0\n"),
+                "1\n" + good):
+        with pytest.raises(Mismatch):
+            parse_printed(bad, expected)
 
 
 # --- bounded dims -----------------------------------------------------------------------------------------
@@ -363,8 +437,8 @@ def test_conformance_case_as_a_package(name, tmp_path):
 BOUNDED_MAIN = r"""
 #include <stdio.h>
 #include <stdlib.h>
-#include "model.h"
-static uint64_t arena[(KWS_ARENA_BYTES + 7u) / 8u];
+#include "kws.h"
+KWS_ARENA(arena);
 static float x[KWS_INPUT_0_COUNT], y[KWS_OUTPUT_0_COUNT];
 int main(int argc, char **argv)
 {
@@ -397,7 +471,7 @@ def test_bounded_dim_serves_every_size_up_to_its_bound(tmp_path):
     and its arena holds a batch of 4."""
     model = cnn_model()
     folder = package(tmp_path, model, "kws", "--dim", "N<=4")
-    header = open(os.path.join(folder, "model.h")).read()
+    header = open(os.path.join(folder, "kws.h")).read()
     assert "#define KWS_DIM_N_MAX 4" in header and "#define KWS_INPUT_0_DIMS { 4, 1, 49, 10 }" in header
     make(folder)
     main_c = tmp_path / "bounded.c"
@@ -415,7 +489,7 @@ def test_bounded_dim_serves_every_size_up_to_its_bound(tmp_path):
     out = subprocess.run([exe, "5", str(tmp_path / "x.bin")], capture_output=True, text=True, check=True).stdout
     assert out.startswith("error: a dim beyond its bound: N")
     fixed = package(tmp_path / "fixed", model, "kws", "--dim", "N=4")
-    fixed_arena = int(re.search(r"KWS_ARENA_BYTES (\d+)u", open(os.path.join(fixed, "model.h")).read()).group(1))
+    fixed_arena = int(re.search(r"KWS_ARENA_BYTES (\d+)u", open(os.path.join(fixed, "kws.h")).read()).group(1))
     arena = int(re.search(r"KWS_ARENA_BYTES (\d+)u", header).group(1))
     assert fixed_arena <= arena
 

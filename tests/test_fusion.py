@@ -155,7 +155,7 @@ def _matches_onnxruntime_at_every_level(model, x_shape, threads):
     return sess
 
 
-@pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Clip", "Swish"])
+@pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Clip", "Swish"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_fused_blocks_match_onnxruntime_at_every_level(activation, threads):
     sess = _matches_onnxruntime_at_every_level(residual_block(activation), (2, 8, 10, 10), threads)
@@ -172,10 +172,11 @@ def _session_and_optimized_file(model, tmp_path):
     return sess, saved
 
 
-def test_the_optimized_model_file_writes_fused_kernels_as_standard_ops(tmp_path):
-    model = residual_block("Swish")
+@pytest.mark.parametrize("activation, ops", [("Swish", {"Sigmoid", "Mul"}), ("HardSwish", {"HardSwish"})])
+def test_the_optimized_model_file_writes_fused_kernels_as_standard_ops(tmp_path, activation, ops):
+    model = residual_block(activation)
     sess, saved = _session_and_optimized_file(model, tmp_path)
-    assert {n.op_type for n in saved.graph.node} >= {"Conv", "Add", "Sigmoid", "Mul"}
+    assert {n.op_type for n in saved.graph.node} >= {"Conv", "Add"} | ops
     assert not any(n.op_type == "BatchNormalization" for n in saved.graph.node)  # folded
     x = RNG.standard_normal((2, 8, 10, 10)).astype(np.float32)
     np.testing.assert_allclose(_ort(saved, {"x": x})[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)

@@ -183,7 +183,7 @@ def test_qdq_package_is_integer_and_matches_onnxruntime(tmp_path, int8_io):
     got = run_demo(folder, "qnet", write_inputs(folder, feeds))
     expected = run_ort(model, feeds)[0]
     np.testing.assert_array_equal(got[0].astype(expected.dtype), expected.reshape(-1))
-    weights = open(os.path.join(folder, "weights.c")).read()
+    weights = open(os.path.join(folder, "qnet_weights.c")).read()
     assert "const int8_t qnet_w_" in weights and "const float qnet_w_" not in weights
 
 
@@ -194,12 +194,12 @@ def test_int8_package_needs_no_float_unit(tmp_path):
     folder = package(tmp_path, qdq_net(int8_io=True), "qnet")
     obj = str(tmp_path / "model.o")
     proc = subprocess.run(["gcc", "-O2", "-std=c99", "-ffreestanding", "-mgeneral-regs-only", "-c",
-                           os.path.join(folder, "model.c"), "-o", obj], capture_output=True, text=True)
+                           os.path.join(folder, "qnet.c"), "-o", obj], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     ensure_tools({"arm-none-eabi-gcc": "gcc-arm-none-eabi", "arm-none-eabi-nm": "binutils-arm-none-eabi"})
     m4 = str(tmp_path / "model.m4.o")
     subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=soft", "-Os", "-std=c99",
-                    "-ffreestanding", "-c", os.path.join(folder, "model.c"), "-o", m4], check=True)
+                    "-ffreestanding", "-c", os.path.join(folder, "qnet.c"), "-o", m4], check=True)
     needed = subprocess.run(["arm-none-eabi-nm", "-u", m4], capture_output=True, text=True, check=True).stdout.split()[1::2]
     floaty = [s for s in needed if s.startswith(("__aeabi_f", "__aeabi_d", "__aeabi_i2f", "__aeabi_ui2f",
                                                    "__aeabi_l2f", "__aeabi_i2d")) or s not in

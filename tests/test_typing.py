@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The modules behind ``onnxc/__init__.py``'s exports.
 PUBLIC_MODULES = ["onnxc/__init__.py", "onnxc/driver.py", "onnxc/runtime/session.py", "onnxc/runtime/options.py",
-                  "onnxc/runtime/ortvalue.py", "onnxc/runtime/environment.py"]
+                  "onnxc/runtime/ortvalue.py", "onnxc/runtime/environment.py", "onnxc/_as_onnxruntime.py",
+                  "onnxc/ray.py"]
 
 USER_CODE = """\
 from typing import Any

@@ -24,6 +24,8 @@ ACTIVATIONS: dict[str, tuple[str, tuple[str, ...], tuple[float, ...]]] = {
     "LeakyRelu": ("ONNXC_ACT_LEAKY_RELU", ("alpha",), (0.01,)),
     "Sigmoid": ("ONNXC_ACT_SIGMOID", (), ()),
     "HardSigmoid": ("ONNXC_ACT_HARD_SIGMOID", ("alpha", "beta"), (0.2, 0.5)),
+    # x * HardSigmoid(x) with HardSwish's fixed alpha and beta (the op has no attributes)
+    "HardSwish": ("ONNXC_ACT_HARD_SWISH", ("alpha", "beta"), (1 / 6, 0.5)),
     "Tanh": ("ONNXC_ACT_TANH", (), ()),
     "Swish": ("ONNXC_ACT_SILU", (), ()),   # x * Sigmoid(x), matched from its two nodes
 }
@@ -52,6 +54,8 @@ def activation_nodes(node: Node, x: str, y: str) -> list:
     if name == "Swish":
         return [helper.make_node("Sigmoid", [x], [f"{prefix}_sigmoid"]),
                 helper.make_node("Mul", [x, f"{prefix}_sigmoid"], [y])]
+    if name == "HardSwish":
+        return [helper.make_node(name, [x], [y])]
     _, names, _ = ACTIVATIONS[name]
     return [helper.make_node(name, [x], [y], **dict(zip(names, params)))]
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from ...codegen.cexpr import CExpr
+
 
 @dataclasses.dataclass(frozen=True)
 class PhasePlanes:
@@ -65,3 +67,11 @@ def phase_planes(in_hw: Sequence[int], out_hw: Sequence[int], kernel: Sequence[i
         col_taps=tuple(b * d1 % s1 * pq + b * d1 // s1 for b in range(kw)),
         phases=tuple((b, first, (first + pl) // s1)
                      for b, first in ((b, (b - pl) % s1) for b in range(s1)) if first < w))
+
+
+def static_but_batch(x_dims: Sequence[CExpr], y_dims: Sequence[CExpr], *more: Sequence[CExpr]) -> bool:
+    """Whether every size is known but the batch (the first dim of X and of Y): kernels that
+    plan their loops for the sizes of one image take a batch that the model leaves free (the
+    exporters' dynamic batch axis) as a loop count."""
+    sizes = [*x_dims[1:], *y_dims[1:], *(d for dims in more for d in dims)]
+    return all(isinstance(d, int) for d in sizes)

@@ -15,7 +15,7 @@ from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
-from ._phase_planes import phase_planes
+from ._phase_planes import phase_planes, static_but_batch
 
 if TYPE_CHECKING:
     from ._conv_pool import Window
@@ -38,9 +38,8 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
                 include_pad: bool) -> Kernel | None:
     """The kernel, or None where it does not apply (the generic loops run then)."""
     x, y = k.input(0), k.out
-    sizes = [*x.dims, *y.dims, *begins, *ends]
     if (kind not in REDUCTIONS or x.dtype is not dt.FLOAT or len(k.outputs) != 1 or win.rank != 2
-            or not all(isinstance(v, int) for v in sizes) or min(begins) < 0):
+            or not static_but_batch(x.dims, y.dims, begins, ends) or min(begins) < 0):
         return None
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
     row_counts, col_counts = (counts(x.dims[2 + a], y.dims[2 + a], win.kernel[a], win.strides[a], win.dilations[a],
@@ -54,12 +53,12 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
     border, step = REDUCTIONS[kind]
     n, c = x.dims[:2]
     data = {
-        **pp.template_data(), "pp": pp.template_data(), "kind": kind, "NC": n * c, "STRIDE": stride,
+        **pp.template_data(), "pp": pp.template_data(), "kind": kind, "NC": cexpr.lit(cexpr.mul(n, c)), "STRIDE": stride,
         "threads": k.target.threads, "PLANE": plane, "ACROSS": across, "border": border, "step": step,
         "col_taps": list(pp.col_taps),
         "row_taps": [a * d0 % s0 * plane + a * d0 // s0 * pp.QW for a in range(kh)],
         "row_counts": row_counts, "col_counts": col_counts, "x_ptr": x.name, "y_ptr": y.name,
-        "work": n * c * (across * kw + pp.OH * pp.QW * kh),
+        "work": cexpr.lit(cexpr.mul(n, c, across * kw + pp.OH * pp.QW * kh)),
     }
     kernel = k.kernel("c/pool_planes.c.j2", **data)
     kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)

@@ -13,7 +13,7 @@ from ..ir import Node
 from . import _gemm, _winograd
 from ._conv_pool import Window, affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, row_offset, window
 from ._elementwise import check_dtype
-from ._phase_planes import phase_planes
+from ._phase_planes import phase_planes, static_but_batch
 from .registry import InferContext, OpDef, register
 
 COL_ELEMENTS = 1 << 17      # im2col buffer size to aim for (elements)
@@ -227,8 +227,7 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     """The ``c/conv_depthwise.c.j2`` kernel of a float32 2-D depthwise Conv with static sizes
     and pads of at least 0, or None where it does not apply (the generic loops run then)."""
     x, w, y = k.input(0), k.input(1), k.out
-    sizes = [*x.dims, *y.dims[2:], *begins]
-    if win.rank != 2 or not all(isinstance(d, int) for d in sizes) or min(begins) < 0:
+    if win.rank != 2 or not static_but_batch(x.dims, y.dims, begins) or min(begins) < 0:
         return None
     if cexpr.prod(win.kernel) > MAX_DEPTHWISE_TAPS:
         return None
@@ -237,7 +236,7 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     stride = pp.floats + pp.OH * pp.QW    # one thread's planes and row buffer
     data = {
         **pp.template_data(), "pp": pp.template_data(),
-        "checks": checks, "NC": n * c, "C": c, "STRIDE": stride, "taps": pp.taps,
+        "checks": checks, "NC": cexpr.lit(cexpr.mul(n, c)), "C": c, "STRIDE": stride, "taps": pp.taps,
         "threads": k.target.threads, "x_ptr": x.name, "y_ptr": y.name, "w_ptr": w.name,
         "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
         "epi": epilogue, "fused": fused, "residual": epilogue["residual"],
@@ -253,8 +252,7 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     pads of at least 0: B of the GEMM is gathered from phase planes of the input as it is
     packed, with no im2col copy. None where it does not apply (im2col runs then)."""
     x, w, y = k.input(0), k.input(1), k.out
-    sizes = [*x.dims, *w.dims, *y.dims, *begins]
-    if win.rank != 2 or not all(isinstance(d, int) for d in sizes) or min(begins) < 0:
+    if win.rank != 2 or not static_but_batch(x.dims, y.dims, w.dims, begins) or min(begins) < 0:
         return None
     n, c = x.dims[:2]
     m, cg = w.dims[:2]
@@ -266,7 +264,7 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     kk = cg * len(pp.taps)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "OW": pp.OW, "QW": pp.QW, "PLANE": pp.floats,
-        "taps": pp.taps, "checks": checks, "N": n, "C": c, "G": group, "Cg": cg, "M": m, "Mg": mg,
+        "taps": pp.taps, "checks": checks, "N": cexpr.lit(n), "C": c, "G": group, "Cg": cg, "M": m, "Mg": mg,
         "Mgp": -(-mg // mr) * mr, "K": kk, "OUT": out, "packed": packed, "bias_ptr": bias_ptr,
         "x_ptr": x.name, "y_ptr": y.name, "epi": epilogue, "residual": epilogue["residual"],
     }
@@ -350,8 +348,7 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     groups, with constant weights, static sizes and pads of at least 0, where its estimated
     cost beats im2col's (``_winograd_plan``); else None."""
     x, w, y = k.input(0), k.input(1), k.out
-    sizes = [*x.dims, *w.dims, *y.dims, *begins]
-    if win.rank != 2 or not all(isinstance(d, int) for d in sizes) or min(begins) < 0:
+    if win.rank != 2 or not static_but_batch(x.dims, y.dims, w.dims, begins) or min(begins) < 0:
         return None
     if tuple(win.kernel) != (3, 3) or any(s != 1 for s in (*win.strides, *win.dilations)):
         return None
@@ -381,7 +378,7 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     has_bias = k.has_input(2)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
-        "taps": pp.taps, "gather": gather, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
+        "taps": pp.taps, "gather": gather, "checks": checks, "N": cexpr.lit(n), "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
         "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a,
         "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "split": split, "MR": mr, "WORK": a * a * (c + m_out) * nbl,
         "MACS": 9 * oh * ow * m_out * c, "packed": packed,

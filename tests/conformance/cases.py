@@ -135,7 +135,21 @@ def run_case(case: Any, workdir: str, opt: str = "-O3", **compile_options: Any) 
     from onnxc.driver import CompileOptions
     options = CompileOptions(opt=opt, check_ir=True, **compile_options)
     onnxc.compile_model(case.model, workdir, options, command=f"onnxc compile {case.name}")
-    sess = onnxc.InferenceSession(workdir)
+    check_session(case, onnxc.InferenceSession(workdir))
+
+
+def run_case_onnxruntime(case: Any) -> None:
+    """The same case on onnxruntime's CPU provider, by the same comparison (the survey's
+    ``--onnxruntime``: how many cases the reference itself passes)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    check_session(case, ort.InferenceSession(case.model.SerializeToString(), so, providers=["CPUExecutionProvider"]))
+
+
+def check_session(case: Any, sess: Any) -> None:
+    """Run every data set of ``case`` through ``sess``; raises on any failure or mismatch."""
+    import onnxc
     initializers = {i.name for i in case.model.graph.initializer}
     input_names = [i.name for i in case.model.graph.input if i.name not in initializers]
     output_names = [o.name for o in case.model.graph.output]

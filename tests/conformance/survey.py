@@ -3,6 +3,7 @@
     python tests/conformance/survey.py                # print pass count and failure reasons
     python tests/conformance/survey.py --write        # rewrite expected_failures.txt from this run
     python tests/conformance/survey.py -k softmax     # only cases whose name contains 'softmax'
+    python tests/conformance/survey.py --onnxruntime  # the same cases on onnxruntime, for comparison
 
 Reasons written by --write come from the failure itself (the unsupported op, type
 or feature); review numeric mismatches by hand before committing.
@@ -10,6 +11,7 @@ or feature); review numeric mismatches by hand before committing.
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import os
 import re
@@ -19,7 +21,8 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from conformance.cases import EXPECTED_FAILURES, all_cases, expected_failures, run_case  # noqa: E402
+from conformance.cases import (EXPECTED_FAILURES, all_cases, expected_failures, run_case,  # noqa: E402
+                               run_case_onnxruntime)
 
 
 def _reason(err: BaseException) -> str:
@@ -42,11 +45,14 @@ def _mechanical(reason: str) -> bool:
         and reason.split(":", 1)[0].endswith(("Error", "Failure", "Mismatch"))
 
 
-def _run(name: str) -> tuple[str, str | None]:
+def _run(name: str, onnxruntime: bool = False) -> tuple[str, str | None]:
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            run_case(all_cases()[name], os.path.join(tmp, "artifact"))
+            if onnxruntime:
+                run_case_onnxruntime(all_cases()[name])
+            else:
+                run_case(all_cases()[name], os.path.join(tmp, "artifact"))
             return name, None
         except Exception as e:  # noqa: BLE001 - every failure is reported
             return name, _reason(e)
@@ -68,11 +74,15 @@ def main() -> int:
     parser.add_argument("--write", action="store_true")
     parser.add_argument("-k", default="")
     parser.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--onnxruntime", action="store_true", help="run the cases on onnxruntime instead")
     args = parser.parse_args()
+    if args.write and args.onnxruntime:
+        parser.error("--write records onnxc's failures; leave out --onnxruntime")
     os.environ.setdefault("ONNXC_CACHE_DIR", tempfile.mkdtemp(prefix="onnxc-survey-"))
     names = sorted(n for n in all_cases() if args.k in n)
     with multiprocessing.Pool(args.j) as pool:
-        results = dict(pool.imap_unordered(_run, names, chunksize=4))
+        results = dict(pool.imap_unordered(functools.partial(_run, onnxruntime=args.onnxruntime), names,
+                                           chunksize=4))
     failures = {n: r for n, r in sorted(results.items()) if r is not None}
     passed = len(names) - len(failures)
     for n, r in failures.items():

@@ -292,6 +292,39 @@ def test_conv_symbolic_batch_and_spatial():
                             {"X": randn([1, 3, 5, 4]), "W": w, "B": b}], atol=1e-4)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_planned_kernels_take_a_free_batch(threads):
+    """Only the batch is a symbol (as exporters write a dynamic batch axis): the depthwise,
+    gathered-GEMM, Winograd and pooling-plane kernels still plan for one image and loop over
+    the batch, fused epilogues included; batches of 1 and 3 match onnxruntime."""
+    rng = np.random.default_rng(3)
+    inits = {"Wd": rng.standard_normal((8, 1, 5, 5)) * 0.2, "Bd": rng.standard_normal(8),
+             "Wg": rng.standard_normal((24, 8, 3, 3)) * 0.1, "Ww": rng.standard_normal((24, 24, 3, 3)) * 0.1}
+    model = make_model(
+        [node("Conv", ["X", "Wd", "Bd"], "D", group=8, pads=[2, 2, 2, 2], strides=[2, 2]),
+         node("HardSwish", ["D"], "A"),
+         node("Conv", ["A", "Wg"], "G", pads=[1, 1, 1, 1], strides=[2, 2]),
+         node("Relu", ["G"], "R"),
+         node("Conv", ["R", "Ww"], "C", pads=[1, 1, 1, 1]),
+         node("MaxPool", ["C"], "P", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+         node("GlobalAveragePool", ["P"], "Y")],
+        [("X", TP.FLOAT, ["batch", 8, 128, 128])], [("Y", TP.FLOAT, ["batch", 24, 1, 1])],
+        initializers=[helper.make_tensor(k, TP.FLOAT, v.shape, v.astype(np.float32).ravel()) for k, v in inits.items()],
+        opset=17)
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.add_session_config_entry("session.onnxc.march", AVX2_MARCH)   # the AVX2 cost model's choices
+    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        source = f.read()
+    assert "scratch_plane" in source, "depthwise / pooling planes"
+    assert "&gather," in source, "gathered GEMM"
+    assert "onnxc_winograd_f" in source, "Winograd"
+    for batch in (1, 3):
+        feed = {"X": randn([batch, 8, 128, 128])}
+        assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+
+
 # ---- ConvTranspose -----------------------------------------------------------------------
 
 CONV_TRANSPOSE = [  # (X shape, W shape, attrs)
@@ -423,9 +456,10 @@ PLANE_POOLS = [  # (op, attrs, X shape) of float32 2-D pools over phase planes
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("op, attrs, xshape", PLANE_POOLS)
 def test_pools_over_phase_planes(op, attrs, xshape, threads):
-    """The separable kernel over padded planes against onnxruntime, with infinities in X; the
-    generic loops serve the same pool with a symbolic size. With NaNs in X (where onnxruntime's
-    max depends on where they fall) a max skips them in both kernels alike."""
+    """The separable kernel over padded planes against onnxruntime, with infinities in X, also
+    with a symbolic batch; the generic loops serve the same pool with symbolic spatial sizes.
+    With NaNs in X (where onnxruntime's max depends on where they fall) a max skips them in
+    both kernels alike."""
     x = randn(xshape)
     x.flat[3::11], x.flat[5::13] = np.inf, -np.inf
     with_nans = x.copy()
@@ -433,16 +467,17 @@ def test_pools_over_phase_planes(op, attrs, xshape, threads):
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = threads
     results = []
-    for dims in (xshape, ["N", *xshape[1:]]):
+    for dims, planes in ((xshape, True), (["N", *xshape[1:]], True), (["N", xshape[1], "H", "W"], False)):
         model = make_model([node(op, ["X"], "Y", **attrs)], [("X", TP.FLOAT, dims)], [("Y", TP.FLOAT, [None] * 4)])
         session = onnxc.InferenceSession(model.SerializeToString(), so)
         with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
-            assert ("over phase planes" in f.read()) == (dims is xshape)
+            assert ("over phase planes" in f.read()) == planes, dims
         (expected,) = run_ort(model, {"X": x})
         np.testing.assert_allclose(session.run(None, {"X": x})[0], expected, rtol=1e-5, atol=1e-6)
         results.append(session.run(None, {"X": with_nans})[0])
     if op == "MaxPool":
-        np.testing.assert_array_equal(results[0], results[1])
+        np.testing.assert_array_equal(results[0], results[2])
+        np.testing.assert_array_equal(results[1], results[2])
 
 
 @pytest.mark.parametrize("elem, dtype", [(TP.INT8, np.int8), (TP.UINT8, np.uint8), (TP.FLOAT16, np.float16)])

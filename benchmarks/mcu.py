@@ -1,0 +1,100 @@
+"""A ``--target c`` package on an emulated microcontroller: its example program linked into
+firmware for one of QEMU's MPS2 boards (start-up code and linker script in ``firmware/``,
+newlib's semihosting library for stdio, files and the exit status), run by
+``qemu-system-arm`` with the instructions of the model's run counted.
+
+Boards (``BOARDS``):
+
+- ``cortex-m4f``: code for a Cortex-M4 with its single-precision FPU, on ``mps2-an386``.
+- ``cortex-m0plus``: ARMv6-M code for a Cortex-M0+ (soft float), on the Cortex-M3 board
+  ``mps2-an385``, which executes it: QEMU models no M0+ board.
+
+The count: QEMU runs with ``-icount shift=0`` (each instruction advances the virtual clock by
+1 ns) and the example program, built with ``-DDEMO_CLOCK``, reads the board's 25 MHz timer
+around the run, so one tick is 40 instructions. QEMU counts instructions, not cycles: a
+Cortex-M0+ takes more cycles than instructions (loads, multiplies, taken branches).
+
+The tools are Debian's gcc-arm-none-eabi, binutils-arm-none-eabi, libnewlib-arm-none-eabi and
+qemu-system-arm (``TOOLS``: what to look for -> the package).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+
+FIRMWARE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "firmware")
+TOOLS = {"arm-none-eabi-gcc": "gcc-arm-none-eabi", "arm-none-eabi-size": "binutils-arm-none-eabi",
+         "/usr/lib/arm-none-eabi/newlib": "libnewlib-arm-none-eabi", "qemu-system-arm": "qemu-system-arm"}
+INSTRUCTIONS_PER_TICK = 40     # 1 ns of virtual time per instruction, a 25 MHz timer
+WEIGHTS_SECTION = ".model_weights"   # where firmware/mps2.ld puts a package's weights (flash)
+FLASH_END = 0x00400000
+
+
+@dataclass(frozen=True)
+class Board:
+    machine: str                  # qemu-system-arm -M
+    cflags: tuple[str, ...]       # the core the code is built for
+
+
+BOARDS = {
+    "cortex-m4f": Board("mps2-an386", ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16")),
+    "cortex-m0plus": Board("mps2-an385", ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft")),
+}
+
+
+@dataclass
+class FirmwareRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    instructions: int | None      # of the model's run (None: the program printed no clock)
+
+
+def build_firmware(folder: str, prefix: str, board: str, elf: str, opt: str = "-Os", align: int = 16) -> str:
+    """Links the package in ``folder`` (its example program, model and weights) into ``elf`` for
+    ``board``; the weights go to flash through ``<PREFIX>_WEIGHTS_SECTION``, aligned to
+    ``align`` bytes. Returns ``elf``; a failed build raises RuntimeError with the compiler's
+    message."""
+    up = prefix.upper()
+    sources = [f"{prefix}_demo.c", f"{prefix}.c"]
+    if os.path.exists(os.path.join(folder, f"{prefix}_weights.c")):
+        sources.append(f"{prefix}_weights.c")
+    cmd = ["arm-none-eabi-gcc", *BOARDS[board].cflags, opt, "-std=c99", "-ffunction-sections", "-fdata-sections",
+           f'-D{up}_WEIGHTS_SECTION="{WEIGHTS_SECTION}"', f"-D{up}_ALIGN={align}", "-DDEMO_CLOCK=mcu_timer_ticks",
+           "-I", folder, os.path.join(FIRMWARE, "startup.c"), *(os.path.join(folder, s) for s in sources),
+           "--specs=rdimon.specs", "-nostartfiles", "-T", os.path.join(FIRMWARE, "mps2.ld"), "-Wl,--gc-sections",
+           "-o", elf, "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-4000:]}")
+    return elf
+
+
+def run_firmware(elf: str, board: str, args: list[str], cwd: str, timeout: float = 300) -> FirmwareRun:
+    """Runs ``elf`` on ``board`` with the command line ``args`` (argv[1:]; files relative to
+    ``cwd``, which semihosting opens on the host)."""
+    for a in args:
+        if not re.fullmatch(r"[A-Za-z0-9_./+-]+", a):
+            raise ValueError(f"semihosting argument {a!r}: letters, digits and _ . / + - only")
+    config = ",".join(["enable=on", "target=native", "arg=demo", *(f"arg={a}" for a in args)])
+    cmd = ["qemu-system-arm", "-M", BOARDS[board].machine, "-display", "none", "-serial", "null", "-monitor", "none",
+           "-icount", "shift=0", "-semihosting-config", config, "-kernel", elf]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    ticks = re.search(r"^# clock (\d+)$", proc.stdout, re.M)
+    return FirmwareRun(proc.returncode, proc.stdout, proc.stderr,
+                       int(ticks.group(1)) * INSTRUCTIONS_PER_TICK if ticks else None)
+
+
+def firmware_size(elf: str) -> tuple[int, int, int]:
+    """text, data and bss bytes of ``elf`` (arm-none-eabi-size)."""
+    out = subprocess.run(["arm-none-eabi-size", elf], capture_output=True, text=True, check=True).stdout
+    text, data, bss = (int(v) for v in out.splitlines()[1].split()[:3])
+    return text, data, bss
+
+
+def symbols(elf: str) -> dict[str, int]:
+    """Defined symbol -> address (arm-none-eabi-nm)."""
+    out = subprocess.run(["arm-none-eabi-nm", elf], capture_output=True, text=True, check=True).stdout
+    return {parts[2]: int(parts[0], 16) for parts in (line.split() for line in out.splitlines()) if len(parts) == 3}

@@ -1,0 +1,58 @@
+"""Which conformance cases ``--target c`` refuses, or rewrite expected_package_refusals.txt.
+
+    python tests/conformance/package_refusals.py            # print the refused cases and why
+    python tests/conformance/package_refusals.py --write    # rewrite the list from this run
+
+Only the compiler runs (no C compiler): a package is refused while it is generated. Cases
+that fail natively (expected_failures.txt) are left out, as the package suite leaves them out.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from conformance.cases import all_cases, expected_failures  # noqa: E402
+from conformance.embedded import PACKAGE_REFUSALS  # noqa: E402
+
+
+def refusal(name: str) -> tuple[str, str | None]:
+    """The case's name and why a package cannot hold it (None: it can)."""
+    from onnxc.compiler.errors import UnsupportedError
+    from onnxc.driver import CompileOptions, generate_source
+    warnings.simplefilter("ignore")
+    try:
+        generate_source(all_cases()[name].model, CompileOptions(target="c", prefix="case"), command="onnxc")
+    except UnsupportedError as e:
+        return name, " ".join(str(e).split())[:240]
+    return name, None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    known = expected_failures()
+    names = sorted(n for n in all_cases() if n not in known)
+    with multiprocessing.Pool(args.j) as pool:
+        refused = {n: r for n, r in pool.imap_unordered(refusal, names, chunksize=8) if r is not None}
+    for n in sorted(refused):
+        print(f"{n}: {refused[n]}")
+    print(f"{len(names) - len(refused)} of {len(names)} cases build as packages, {len(refused)} are refused")
+    if args.write:
+        with open(PACKAGE_REFUSALS, "w", encoding="utf-8") as f:
+            f.write("# ONNX node conformance cases that `--target c` refuses, one per line: `name: reason`.\n"
+                    "# A case refused but not listed fails the package suite, and so does a listed case that\n"
+                    "# builds (remove it). Regenerate with `python tests/conformance/package_refusals.py --write`.\n")
+            for n in sorted(refused):
+                f.write(f"{n}: {refused[n]}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

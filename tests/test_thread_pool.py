@@ -1,0 +1,172 @@
+"""The thread pool of multi-threaded builds (templates/c/helpers/pool.c.j2): each context keeps
+its own threads for its life and serves the kernels' OpenMP constructs itself, so no OpenMP
+runtime is linked; a run whose pool threads cannot get a core still finishes, with the same
+results, on the calling thread."""
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from onnx import TensorProto as T
+from onnx import helper
+
+import onnxc
+from helpers import make_model
+from tools import requires
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _conv_gemm_model():
+    """A Conv (parallel over output bands) into a MatMul (the parallel GEMM), both above the
+    sizes at which their loops go parallel."""
+    rng = np.random.default_rng(0)
+    w = helper.make_tensor("w", T.FLOAT, [32, 16, 3, 3], rng.standard_normal((32, 16, 3, 3)).astype(np.float32).ravel())
+    m = helper.make_tensor("m", T.FLOAT, [64, 256], rng.standard_normal((64, 256)).astype(np.float32).ravel())
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Reshape", ["r", "shape"], ["flat"]),
+             helper.make_node("MatMul", ["flat", "m"], ["y"])]
+    shape = helper.make_tensor("shape", T.INT64, [2], [-1, 64])
+    return make_model(nodes, [("x", T.FLOAT, [1, 16, 64, 64])], [("y", T.FLOAT, [64 * 64 * 32 // 64, 256])], [w, m, shape])
+
+
+FEED = {"x": np.random.default_rng(1).standard_normal((1, 16, 64, 64)).astype(np.float32)}
+
+
+def _session(model, threads: int) -> onnxc.InferenceSession:
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    return onnxc.InferenceSession(model.SerializeToString(), so)
+
+
+def _threads_of_this_process() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@requires(shutil.which("readelf") is not None, "readelf (binutils) reads the libraries a build needs")
+def test_threaded_builds_link_no_openmp_runtime():
+    sess = _session(_conv_gemm_model(), 2)
+    library = os.path.join(sess.artifact_dir, "libmodel.so")
+    needed = subprocess.run(["readelf", "-d", library], capture_output=True, text=True, check=True).stdout
+    assert "NEEDED" in needed
+    for runtime in ("libgomp", "libomp", "libiomp"):
+        assert runtime not in needed, needed
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc")
+def test_a_context_keeps_its_threads_for_its_life():
+    before = _threads_of_this_process()
+    sess = _session(_conv_gemm_model(), 3)
+    sess.run(None, FEED)
+    during = _threads_of_this_process()
+    assert during >= before + 2   # a context of a 3-thread build: two pool threads beside the caller
+    sess.run(None, FEED)
+    assert _threads_of_this_process() == during   # runs start no threads
+    del sess
+    gc.collect()
+    assert _threads_of_this_process() <= before
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    model = _conv_gemm_model()
+    expected = _session(model, 1).run(None, FEED)[0]
+    for threads in (2, 3, 8):   # more threads than cores too: regions still finish, same sums
+        np.testing.assert_array_equal(_session(model, threads).run(None, FEED)[0], expected)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_a_run_finishes_when_its_pool_threads_share_one_core():
+    """All threads of the process on one core: the pool threads get the core only when the
+    caller yields it, so the caller runs most thread numbers itself."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {HERE!r})
+        import numpy as np
+        from test_thread_pool import _conv_gemm_model, _session, FEED
+        os.sched_setaffinity(0, {{sorted(os.sched_getaffinity(0))[0]}})
+        model = _conv_gemm_model()
+        expected = _session(model, 1).run(None, FEED)[0]
+        sess = _session(model, 2)
+        for _ in range(20):
+            np.testing.assert_array_equal(sess.run(None, FEED)[0], expected)
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=HERE)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_one_session_from_several_python_threads_on_a_threaded_build():
+    import threading
+    model = _conv_gemm_model()
+    expected = _session(model, 1).run(None, FEED)[0]
+    sess = _session(model, 2)
+    errors: list[BaseException] = []
+
+    def work():
+        try:
+            for _ in range(5):
+                np.testing.assert_array_equal(sess.run(None, FEED)[0], expected)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    workers = [threading.Thread(target=work) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors, errors[0]
+
+
+def test_a_split_build_shares_one_pool(monkeypatch, tmp_path):
+    """Node functions compiled as several translation units: the parallel kernels in each call
+    the one pool that model.c holds (one definition, so the link succeeds and no OpenMP runtime
+    fills in), with the results of one thread."""
+    from onnxc import driver
+    from onnxc.codegen import units
+    from onnxc.driver import CompileOptions, compile_model
+    model = _conv_gemm_model()
+    expected = _session(model, 1).run(None, FEED)[0]
+    monkeypatch.setattr(units, "UNIT_BYTES", 1)
+    monkeypatch.setattr(driver, "usable_cores", lambda: 3)
+    compile_model(model, tmp_path, CompileOptions(threads=2))
+    assert (tmp_path / "model_nodes_1.c").exists() and (tmp_path / "model_nodes_2.c").exists()
+    if shutil.which("readelf"):
+        needed = subprocess.run(["readelf", "-d", str(tmp_path / "libmodel.so")], capture_output=True, text=True).stdout
+        assert "libgomp" not in needed
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = 2
+    np.testing.assert_array_equal(onnxc.InferenceSession(str(tmp_path), so).run(None, FEED)[0], expected)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_and_releases_its_copy_of_a_session():
+    """A process forked after a threaded session ran (a pre-forking server, multiprocessing's
+    fork start method) has none of the pool's threads: its runs take the calling thread, give
+    the same results, and releasing the session there joins nothing (no hang)."""
+    script = textwrap.dedent(f"""
+        import gc, os, sys
+        sys.path.insert(0, {HERE!r})
+        import numpy as np
+        from test_thread_pool import _conv_gemm_model, _session, FEED
+        sess = _session(_conv_gemm_model(), 2)
+        expected = sess.run(None, FEED)[0]
+        pid = os.fork()
+        if pid == 0:
+            ok = all(np.array_equal(sess.run(None, FEED)[0], expected) for _ in range(3))
+            del sess
+            gc.collect()
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, status
+        np.testing.assert_array_equal(sess.run(None, FEED)[0], expected)
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=HERE)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
