@@ -4,8 +4,7 @@
 given) with an empty cache, one model per child process, and prints a Markdown table:
 load and check, the passes, code generation, the C compile (wall time until the last
 translation unit is built) and the link, the total, the units built, the compiler's CPU
-time, and the peak resident memory of the Python process and of the biggest C compiler
-process. On a shared machine wall times follow its load, so the table also gives what the
+time, and the peak resident memory of the compiling Python process. On a shared machine wall times follow its load, so the table also gives what the
 C compile takes on idle cores: the units' own CPU times scheduled on the build's jobs,
 biggest first. ``--one-unit`` builds every model as one translation unit (the build before
 units were split), so the two can be measured back to back on the same machine.
@@ -55,9 +54,20 @@ def compile_once(path: str, one_unit: bool, threads: int) -> dict[str, Any]:
     from ..runtime.options import usable_cores
     return {"seconds": seconds, "total": total, "units": len(built), "nodes": len(manifest.get("nodes", ())),
             "idle_compile": idle_makespan(built, usable_cores()) + seconds["link"], "front_cpu": last["front_cpu"],
-            "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "cc_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-            "cc_cpu": resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime}
+            "rss_mib": peak_rss_mib(), "cc_cpu": sum(built)}
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory. (Not getrusage's: on Linux it keeps the parent's
+    peak across fork and exec, so a child of a big process reports the parent's.)"""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def idle_makespan(cpu: list[float], jobs: int) -> float:
@@ -83,12 +93,12 @@ def measure(path: str, one_unit: bool, threads: int) -> dict[str, Any]:
 
 def table(rows: list[tuple[str, dict[str, Any]]]) -> str:
     lines = ["| model | nodes | " + " | ".join(COLUMNS) + " | total | units | cc CPU | C compile + link, idle cores "
-             "| total, idle cores | peak RSS (Python / cc) |", "|---" * (len(COLUMNS) + 8) + "|"]
+             "| total, idle cores | peak RSS |", "|---" * (len(COLUMNS) + 8) + "|"]
     for name, r in rows:
         front = r["front_cpu"]   # (load/check, passes and codegen: one Python thread's CPU time)
         lines.append(f"| {name} | {r['nodes']} | " + " | ".join(f"{r['seconds'][c]:.2f}" for c in COLUMNS)
                      + f" | {r['total']:.2f} | {r['units']} | {r['cc_cpu']:.1f} | {r['idle_compile']:.2f} | "
-                     f"**{front + r['idle_compile']:.2f}** | {r['rss_mib']:.0f} / {r['cc_rss_mib']:.0f} MiB |")
+                     f"**{front + r['idle_compile']:.2f}** | {r['rss_mib']:.0f} MiB |")
     return "\n".join(lines)
 
 

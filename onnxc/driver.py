@@ -282,7 +282,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                                           embedded=embedded, weights_file=options.weights,
                                           dim_bounds=dict(options.dim_bounds),
                                           units=1 if embedded or cuda else usable_cores()), **extra).emit()
-    units = emitted.units or {"model.cu" if cuda else "model.c": emitted.source}
+    units = {"model.cu": emitted.source} if cuda else emitted.units or {"model.c": emitted.source}
     sources = [name for name in units if not name.endswith(".h")]
     stages.done("codegen", units=len(sources))
     if output_dir is None:

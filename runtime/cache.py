@@ -363,6 +363,7 @@ def clear(older_than: Optional[float] = None, root: Optional[str] = None) -> tup
             os.unlink(lock)
         removed += 1
         freed += entry.bytes
-    if older_than is None:
-        shutil.rmtree(os.path.join(root, "index"), ignore_errors=True)   # (model digests: remade as needed)
+    if older_than is None:   # (model digests and compiled templates: remade as needed)
+        for folder in ("index", "templates"):
+            shutil.rmtree(os.path.join(root, folder), ignore_errors=True)
     return removed, freed

@@ -187,36 +187,37 @@ class InferenceSession:
                                      f"(arena and weights), over gpu_mem_limit {limit}")
 
     def _build_for_options(self, folder: str) -> str:
-        """An artifact folder built with other options than the session's: the cache's build of
-        the same model with the session's options when there is one; else the folder as it is,
-        with one warning of what differs, and the session's options (get_session_options) set
-        to what runs."""
+        """An artifact folder built with other options than the session's. Where the session
+        asks for other values than the folder's (it sets them, not leaving the defaults), the
+        cache's build of the same model with the session's options runs when there is one; else
+        the folder runs as built, with one warning of what differs. Either way the session's
+        options (get_session_options) say what runs."""
         manifest = read_manifest(folder)
         built = manifest.get("options")
         if not isinstance(built, dict) or manifest.get("specialise"):
             return folder
         options = self._compile_options()
         wanted = json.loads(options.key())
-        deciding = DECIDING_OPTIONS + ((("march",) if MARCH_KEY in self._sess_options._config else ()))
-        differ = [name for name in deciding if name in built and built[name] != wanted[name]]
-        if not differ:
-            return folder
+        differ = [name for name in DECIDING_OPTIONS if name in built and built[name] != wanted[name]]
+        asked = [name for name in differ if name in _asked_options(self._sess_options, self._disabled)]
         digest = manifest.get("model_sha256")
-        if isinstance(digest, str):
+        if asked and isinstance(digest, str):
             key = cache.artifact_key(digest, options.key(), options.toolchain().identity())
             cached = os.path.join(cache.cache_root(), key)
             if os.path.isdir(cached) and cache.is_intact(cached):
                 self._log.info("%s was built with other options (%s): running the cache's build for the "
-                               "session's", folder, ", ".join(differ))
+                               "session's", folder, ", ".join(asked))
                 return cached
-        what = "; ".join(f"{name} {built[name]!r}, not {wanted[name]!r}" for name in differ)
-        if (folder, what) not in _warned:
-            _warned.add((folder, what))
-            warnings.warn(f"{folder} was built with other options than the session's ({what}) and the cache has "
-                          "no build for the session's: it runs as built, and get_session_options() says so "
-                          "(compile the model with the session's options, e.g. onnxc compile --threads N)",
-                          stacklevel=4)
-        self._sess_options = _as_built(self._sess_options, built)
+        if asked:
+            what = "; ".join(f"{name} {built[name]!r}, not {wanted[name]!r}" for name in asked)
+            if (folder, what) not in _warned:
+                _warned.add((folder, what))
+                warnings.warn(f"{folder} was built with other options than the session's ({what}) and the cache "
+                              "has no build for the session's: it runs as built, and get_session_options() says "
+                              "so (compile the model with the session's options, e.g. onnxc compile --threads N)",
+                              stacklevel=4)
+        if differ:
+            self._sess_options = _as_built(self._sess_options, built)
         return folder
 
     def _open(self, folder: str) -> CompiledModel | SpecialisingModel:
@@ -702,6 +703,22 @@ def _type_string(dtype: np.dtype) -> str:
 DECIDING_OPTIONS = ("threads", "inter_threads", "optimization_level", "disabled_passes", "dim_overrides",
                     "memory", "denormal_as_zero")
 _warned: set[tuple[str, str]] = set()
+
+
+def _asked_options(so: SessionOptions, disabled: Sequence[str]) -> set[str]:
+    """The deciding compile options a session sets to other values than its defaults."""
+    default = SessionOptions()
+    asked = {name for name, attrs in (("threads", ("intra_op_num_threads",)),
+                                      ("inter_threads", ("inter_op_num_threads", "execution_mode")),
+                                      ("optimization_level", ("graph_optimization_level",)),
+                                      ("memory", ("enable_cpu_mem_arena", "enable_mem_pattern", "enable_mem_reuse")),
+                                      ("dim_overrides", ("_dim_overrides",)))
+             if any(getattr(so, a) != getattr(default, a) for a in attrs)}
+    if disabled:
+        asked.add("disabled_passes")
+    if "session.set_denormal_as_zero" in so._config:
+        asked.add("denormal_as_zero")
+    return asked
 
 
 def _as_built(so: SessionOptions, built: dict[str, Any]) -> SessionOptions:

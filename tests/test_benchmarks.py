@@ -188,3 +188,25 @@ def test_builders_are_deterministic():
     assert first.SerializeToString() == second.SerializeToString()
     model = models.mlp()
     np.testing.assert_array_equal(models.random_feed(model)["x"], models.random_feed(model)["x"])
+
+
+def test_compile_time_benchmark_times_each_stage(tmp_path, monkeypatch):
+    """The compile-time benchmark's numbers for one small model: every stage, its units and
+    memory; its idle-core estimate schedules units biggest first."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from onnxc.benchmarks import compile_time
+    monkeypatch.setenv("ONNXC_CACHE_DIR", str(tmp_path / "cache"))
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Tanh", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])]))
+    path = str(tmp_path / "tanh.onnx")
+    onnx.save(model, path)
+    r = compile_time.compile_once(path, one_unit=False, threads=1)
+    assert list(r["seconds"]) == list(compile_time.COLUMNS) and r["units"] == 1 and r["nodes"] == 1
+    assert r["seconds"]["C compile"] > 0 and r["cc_cpu"] > 0 and r["rss_mib"] > 10
+    assert r["total"] >= sum(r["seconds"].values()) - 1e-6
+    assert compile_time.idle_makespan([1.0, 2.0, 2.0, 3.0], 2) == 4.0
+    assert compile_time.idle_makespan([1.0, 2.0], 1) == 3.0
+    assert "| tanh.onnx | 1 |" in compile_time.table([("tanh.onnx", r)])

@@ -171,8 +171,9 @@ def test_cli_compile_then_load_artifact_without_compiling(tmp_path):
     model_path = tmp_path / "m.onnx"
     onnx.save(bias_relu_model(), model_path)
     out = tmp_path / "build" / "model"
+    # (a cache of its own: the banner names the command that built the cached artifact)
     proc = subprocess.run([sys.executable, "-m", "onnxc", "compile", str(model_path), "-o", str(out)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env={**os.environ, "ONNXC_CACHE_DIR": str(tmp_path / "c")})
     assert proc.returncode == 0, proc.stderr
     for name in ("model.c", "model.h", "libmodel.so", "weights.bin", "manifest.json"):
         assert (out / name).exists(), name

@@ -459,13 +459,13 @@ def test_a_first_compile_logs_before_the_c_compiler_starts(tmp_path, monkeypatch
     import onnx
     onnx.save(batch_model(), path)
     events = []
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
 
-    def run(cmd, *args, **kwargs):
+    def popen(cmd, *args, **kwargs):
         if "-o" in cmd:     # a compile or link (not the compiler's version or macros)
             events.append("cc")
-        return real_run(cmd, *args, **kwargs)
-    monkeypatch.setattr(toolchain.subprocess, "run", run)
+        return real_popen(cmd, *args, **kwargs)
+    monkeypatch.setattr(toolchain.subprocess, "Popen", popen)
 
     class Events(logging.Handler):
         def emit(self, record):
