@@ -187,5 +187,5 @@ def test_measure_times_both_runtimes_in_every_way(tmp_path):
     once = readme.read_text()
     report.write_readme(str(readme), results)
     assert readme.read_text() == once and once.startswith("# title\n\ntext\n")
-    assert "SIMD: avx2" in once and "error: unavailable: no wheel" in once and once.count(report.BEGIN) == 1
+    assert "SIMD: avx2" in once and "broken: unavailable: no wheel" in once and once.count(report.BEGIN) == 1
 

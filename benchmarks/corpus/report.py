@@ -35,7 +35,7 @@ def _openvino(entry: dict[str, Any]) -> str:
 
 def _row(name: str, entry: dict[str, Any]) -> list[str]:
     if "error" in entry:
-        return [name, "error: " + entry["error"][:110]] + [""] * 8
+        return [name, "error (notes)"] + [""] * 8
     match = "yes" if entry["outputs_match"] else "NO"
     return [name, _ms(entry["onnxruntime"]["median_ms"]), _ms(entry["onnxc"]["median_ms"]), f"{entry['ratio']:.2f}",
             f"{entry['max_rel_diff']:.1e} {match}", _pair(entry.get("modes", {}), "back_to_back"),
@@ -50,6 +50,8 @@ HEADER = ["model", "onnxruntime ms", "onnxc ms", "ratio", "max rel diff, match",
 def _notes(name: str, entry: dict[str, Any]) -> list[str]:
     """What the table's cells cannot hold: how outputs differ, why OpenVINO failed."""
     notes = []
+    if "error" in entry:
+        notes.append(f"{name}: {entry['error']}")
     if entry.get("mismatch"):
         notes.append(f"{name}: outputs differ from onnxruntime's: {entry['mismatch']}")
     ov = entry.get("openvino") or {}
@@ -67,7 +69,8 @@ def latency_tables(results: dict[str, Any]) -> list[str]:
         for name, model in results["models"].items():
             entry = model["threads"].get(str(threads))
             if entry is None:
-                rows.append([name, "error: " + model.get("error", "not run")[:110]] + [""] * 8)
+                rows.append([name, "error (notes)"] + [""] * 8)
+                notes.append(f"{name}: {model.get('error', 'not run')}")
                 continue
             rows.append(_row(name, entry))
             notes += _notes(name, entry)
@@ -78,7 +81,7 @@ def latency_tables(results: dict[str, Any]) -> list[str]:
                                f"{token['last_logits_max_rel_diff']:.1e}"])
             elif token:
                 tokens.append([name, "error: " + token["error"][:110], "", "", ""])
-        timed = [r for r in rows if not r[1].startswith("error")]
+        timed = [r for r in rows if r[1] != "error (notes)"]
         matched = [r for r in timed if r[4].endswith("yes")]
         lines += ["", f"threads = {threads} (median ms; ratio = onnxc / onnxruntime in interleaved turns; "
                       "then each runtime back to back, after 30 ms idle, right after the other's run)"]
