@@ -29,10 +29,29 @@ def strip_ones(shape: Sequence) -> tuple:
 
 
 def check_suffix_param(ctx: InferContext, param: Shape, block: Shape, what: str) -> None:
-    """A parameter that broadcasts onto ``block`` by matching a suffix of it (or is a scalar)."""
+    """A parameter that broadcasts onto ``block`` by matching a suffix of it (or is a scalar).
+    A dim that is symbolic on either side is checked when the kernel runs (suffix_checks)."""
     p, b = strip_ones(param), strip_ones(block)
-    if len(p) > len(b) or (p and tuple(b[len(b) - len(p):]) != p):
+    suffix = tuple(b[len(b) - len(p):]) if p else ()
+    if len(p) > len(b) or any(isinstance(d, int) and isinstance(e, int) and d != e for d, e in zip(p, suffix)):
         raise ctx.fail(f"{what} shape {list(param)} does not broadcast to the normalized shape {list(block)}")
+
+
+def suffix_checks(k: KernelContext, block: Sequence[cexpr.CExpr], params: Sequence[Optional[TensorRef]]) -> list[dict]:
+    """Run-time checks that each parameter's dims equal the normalized dims they stand over,
+    where either is symbolic (check_suffix_param compared the known ones)."""
+    out = []
+    for t in params:
+        if t is None:
+            continue
+        dims = list(t.dims)
+        while dims and dims[0] == 1:
+            dims.pop(0)
+        for d, e in zip(dims, list(block)[len(block) - len(dims):]):
+            if d != e and not (isinstance(d, int) and isinstance(e, int)):
+                out.append({"got": cexpr.lit(d), "want": cexpr.lit(e),
+                            "msg": c_string(f"{k.node.op_type}: {t.name} does not match the normalized axes")})
+    return out
 
 
 def check_float_input(ctx: InferContext, i: int, what: str) -> None:

@@ -1,6 +1,6 @@
 from ...codegen import cexpr
 from .. import dtypes as dt
-from ._normalization import check_float_input, check_suffix_param, suffix_layout, unit_kernel
+from ._normalization import check_float_input, check_suffix_param, suffix_checks, suffix_layout, unit_kernel
 from ._reduce import normalize_axis
 from .registry import OpDef, register
 
@@ -32,4 +32,5 @@ class LayerNormalization(OpDef):
         params = list(zip([scale, bias], indices))
         stats = [(t, what) for t, what in zip(k.outputs[1:], ("mean", "inv_std"))]
         return unit_kernel(k, x=x, y=k.out, N=cexpr.prod(x.dims[:axis]), G=1, P=P, Q=Q,
-                           epsilon=node.attrs.get("epsilon", 1e-5), center=True, params=params, stats=stats)
+                           epsilon=node.attrs.get("epsilon", 1e-5), center=True, params=params, stats=stats,
+                           checks=suffix_checks(k, x.dims[axis:], [scale, bias]))

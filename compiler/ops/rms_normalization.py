@@ -1,5 +1,5 @@
 from ...codegen import cexpr
-from ._normalization import check_float_input, check_suffix_param, suffix_layout, unit_kernel
+from ._normalization import check_float_input, check_suffix_param, suffix_checks, suffix_layout, unit_kernel
 from ._reduce import normalize_axis
 from .registry import OpDef, register
 
@@ -22,4 +22,4 @@ class RMSNormalization(OpDef):
         P, Q, indices = suffix_layout(k, x.dims[axis:], x.shape[axis:], [scale])
         return unit_kernel(k, x=x, y=k.out, N=cexpr.prod(x.dims[:axis]), G=1, P=P, Q=Q,
                            epsilon=node.attrs.get("epsilon", 1e-5), center=False,
-                           params=[(scale, indices[0])])
+                           params=[(scale, indices[0])], checks=suffix_checks(k, x.dims[axis:], [scale]))

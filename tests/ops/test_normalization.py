@@ -137,6 +137,21 @@ def test_instance_normalization_symbolic_channels():
                         "B": np.ones(3, np.float32)})
 
 
+@pytest.mark.parametrize("op, opset", [("LayerNormalization", 17), ("RMSNormalization", 23)])
+def test_constant_scale_over_a_symbolic_normalized_dim(op, opset):
+    """Scale is a constant of 8 values, the normalized dim a symbol (as an exporter's lost shape
+    inference writes it, e.g. Swin's patch-merging channels): the model compiles, runs where
+    the dim is 8 and fails clearly where it is not."""
+    scale = helper.make_tensor("scale", TP.FLOAT, [8], RNG.standard_normal(8).astype(np.float32))
+    node = helper.make_node(op, ["X", "scale"], ["Y"], axis=-1)
+    model = make_model([node], [("X", TP.FLOAT, ["N", "C"])], [("Y", TP.FLOAT, ["N", "C"])], [scale], opset=opset)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    feeds = {"X": RNG.standard_normal((3, 8)).astype(np.float32)}
+    np.testing.assert_allclose(sess.run(None, feeds)[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-5)
+    with pytest.raises(onnxc.RuntimeFailure, match="does not match the normalized axes"):
+        sess.run(None, {"X": np.zeros((3, 6), np.float32)})
+
+
 def batch_norm_inputs(c: int, dtype=np.float32) -> dict:
     return {"scale": RNG.standard_normal(c).astype(dtype), "B": RNG.standard_normal(c).astype(dtype),
             "mean": RNG.standard_normal(c).astype(dtype), "var": RNG.uniform(0.5, 2, c).astype(dtype)}
