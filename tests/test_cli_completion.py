@@ -42,7 +42,7 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_commands(tmp_path: Path) -> None:
-    assert bash_complete(["onnxc", "c"], tmp_path) == {"compile", "completion"}
+    assert bash_complete(["onnxc", "c"], tmp_path) == {"cache", "compile", "completion"}
     assert bash_complete(["onnxc", ""], tmp_path) >= set(subcommands()) | {"--help", "--version"}
 
 

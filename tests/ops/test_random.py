@@ -369,7 +369,7 @@ def test_c_package_keeps_the_generator_in_the_callers_arena(tmp_path):
     model = like("RandomUniformLike", TP.FLOAT, (6,), low=-1.0, high=1.0, seed=4.0)
     x = np.zeros(6, np.float32)
     folder = package(tmp_path, model, "rnd")
-    with open(f"{folder}/model.h") as f:
+    with open(f"{folder}/rnd.h") as f:   # (a package's files are named after its prefix)
         assert "void rnd_seed(void *arena, uint64_t seed);" in f.read()
     make(folder)
     drawn = run_demo(folder, "rnd", write_inputs(folder, {"x": x}))[0]
