@@ -41,6 +41,8 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
     if (kind not in REDUCTIONS or x.dtype is not dt.FLOAT or len(k.outputs) != 1 or win.rank != 2
             or not static_but_batch(x.dims, y.dims, begins, ends) or min(begins) < 0):
         return None
+    if not isinstance(x.dims[0], int) and not k.target.prepack:   # (a free batch: native builds only)
+        return None
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
     row_counts, col_counts = (counts(x.dims[2 + a], y.dims[2 + a], win.kernel[a], win.strides[a], win.dilations[a],
                                      begins[a], ends[a], include_pad) for a in range(2))
@@ -53,12 +55,12 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
     border, step = REDUCTIONS[kind]
     n, c = x.dims[:2]
     data = {
-        **pp.template_data(), "pp": pp.template_data(), "kind": kind, "NC": cexpr.lit(cexpr.mul(n, c)), "STRIDE": stride,
+        **pp.template_data(), "pp": pp.template_data(), "kind": kind, "NC": cexpr.mul(n, c), "STRIDE": stride,
         "threads": k.target.threads, "PLANE": plane, "ACROSS": across, "border": border, "step": step,
         "col_taps": list(pp.col_taps),
         "row_taps": [a * d0 % s0 * plane + a * d0 // s0 * pp.QW for a in range(kh)],
         "row_counts": row_counts, "col_counts": col_counts, "x_ptr": x.name, "y_ptr": y.name,
-        "work": cexpr.lit(cexpr.mul(n, c, across * kw + pp.OH * pp.QW * kh)),
+        "work": cexpr.mul(n, c, across * kw + pp.OH * pp.QW * kh),
     }
     kernel = k.kernel("c/pool_planes.c.j2", **data)
     kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)

@@ -229,6 +229,8 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     x, w, y = k.input(0), k.input(1), k.out
     if win.rank != 2 or not static_but_batch(x.dims, y.dims, begins) or min(begins) < 0:
         return None
+    if not isinstance(x.dims[0], int) and not k.target.prepack:   # (a free batch: native builds only)
+        return None
     if cexpr.prod(win.kernel) > MAX_DEPTHWISE_TAPS:
         return None
     n, c = x.dims[:2]
@@ -236,7 +238,7 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     stride = pp.floats + pp.OH * pp.QW    # one thread's planes and row buffer
     data = {
         **pp.template_data(), "pp": pp.template_data(),
-        "checks": checks, "NC": cexpr.lit(cexpr.mul(n, c)), "C": c, "STRIDE": stride, "taps": pp.taps,
+        "checks": checks, "NC": cexpr.mul(n, c), "C": c, "STRIDE": stride, "taps": pp.taps,
         "threads": k.target.threads, "x_ptr": x.name, "y_ptr": y.name, "w_ptr": w.name,
         "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
         "epi": epilogue, "fused": fused, "residual": epilogue["residual"],
@@ -264,7 +266,7 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     kk = cg * len(pp.taps)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "OW": pp.OW, "QW": pp.QW, "PLANE": pp.floats,
-        "taps": pp.taps, "checks": checks, "N": cexpr.lit(n), "C": c, "G": group, "Cg": cg, "M": m, "Mg": mg,
+        "taps": pp.taps, "checks": checks, "N": n, "C": c, "G": group, "Cg": cg, "M": m, "Mg": mg,
         "Mgp": -(-mg // mr) * mr, "K": kk, "OUT": out, "packed": packed, "bias_ptr": bias_ptr,
         "x_ptr": x.name, "y_ptr": y.name, "epi": epilogue, "residual": epilogue["residual"],
     }
@@ -378,7 +380,7 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     has_bias = k.has_input(2)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
-        "taps": pp.taps, "gather": gather, "checks": checks, "N": cexpr.lit(n), "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
+        "taps": pp.taps, "gather": gather, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
         "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a,
         "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "split": split, "MR": mr, "WORK": a * a * (c + m_out) * nbl,
         "MACS": 9 * oh * ow * m_out * c, "packed": packed,
