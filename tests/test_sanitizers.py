@@ -29,7 +29,8 @@ from tools import ensure_tools, is_x86_64, missing
 TESTS = os.path.dirname(os.path.abspath(__file__))
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
-# The child: runs the selected cases, printing each name before it runs, so that a sanitizer
+# The child: runs the selected cases (compiled with `options`, the keyword arguments of
+# run_case), printing each name before it runs, so that a sanitizer
 # report that ends the process names its case; prints a JSON summary at the end.
 CHILD = textwrap.dedent("""
     import json, os, sys, tempfile, zlib
@@ -43,7 +44,7 @@ CHILD = textwrap.dedent("""
         print("case:", name, flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                run_case(all_cases()[name], tmp, opt="-O1", extra_cflags={flags!r})
+                run_case(all_cases()[name], tmp, opt="-O1", {options})
                 summary["passed"] += 1
             except onnxc.UnsupportedError:
                 summary["refused"] += 1
@@ -74,7 +75,7 @@ PARTS = 32   # CI runs one part of the cases (a slice across every op); `-m sani
 @pytest.mark.sanitize
 @pytest.mark.parametrize("part", [pytest.param(0, marks=pytest.mark.ci_slice), *range(1, PARTS)])
 def test_conformance_cases_are_clean_under_asan_and_ubsan(part, tmp_path, capsys):
-    child = CHILD.format(tests=TESTS, flags=SANITIZE, parts=PARTS, part=part)
+    child = CHILD.format(tests=TESTS, options=f"extra_cflags={SANITIZE!r}", parts=PARTS, part=part)
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, cwd=tmp_path,
                           env={**_sanitizer_env(), "ONNXC_CACHE_DIR": str(tmp_path / "cache")}, timeout=3000)
     cases = [line[len("case: "):] for line in proc.stdout.splitlines() if line.startswith("case: ")]

@@ -22,6 +22,7 @@ import textwrap
 
 import pytest
 
+from test_sanitizers import CHILD
 from tools import missing
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -47,33 +48,14 @@ def _run_child(code: str, tmp_path, timeout: int = 3000) -> subprocess.Completed
     return proc
 
 
-CASES = textwrap.dedent("""
-    import json, sys, tempfile, zlib
-    sys.path.insert(0, {tests!r})
-    import onnxc
-    from conformance.cases import all_cases, expected_failures, run_case
-    known = expected_failures()
-    names = [n for n in sorted(all_cases()) if n not in known and zlib.crc32(n.encode()) % {parts} == {part}]
-    summary = {{"passed": 0, "refused": 0, "failed": {{}}}}
-    for name in names:
-        print("case:", name, flush=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            try:
-                run_case(all_cases()[name], tmp, opt="-O1", threads=2, extra_cflags={flags!r})
-                summary["passed"] += 1
-            except onnxc.UnsupportedError:
-                summary["refused"] += 1
-            except Exception as e:
-                summary["failed"][name] = type(e).__name__ + ": " + str(e)[:300]
-    print("summary:", json.dumps(summary), flush=True)
-""")
 
 
 @pytest.mark.conformance
 @pytest.mark.tsan
 @pytest.mark.parametrize("part", range(PARTS))
 def test_conformance_cases_built_for_two_threads_are_tsan_clean(part, tmp_path, capsys):
-    proc = _run_child(CASES.format(tests=TESTS, flags=TSAN, parts=PARTS, part=part), tmp_path)
+    proc = _run_child(CHILD.format(tests=TESTS, options=f"threads=2, extra_cflags={TSAN!r}", parts=PARTS, part=part),
+                      tmp_path)
     summary = json.loads(proc.stdout.split("summary:", 1)[1])
     assert not summary["failed"], summary["failed"]
     assert summary["passed"] > 40
