@@ -21,7 +21,7 @@ from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
 from ..compiler.ops import _winograd
-from . import cexpr, memory, minifloat
+from . import abi, cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, Target, TensorRef
 from .literals import BIT_PATTERN_TYPES, c_bit_patterns, c_literals
 from .names import Mangler, c_string, comment
@@ -199,7 +199,8 @@ class CEmitter:
                     "families": list(dict.fromkeys(f["family"].removesuffix(".c.j2").split("/")[-1] for f in part))})
         source = render(self.source_template, self._template_data(data))
         units = {"model.c": source, **units}
-        header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"]})
+        header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"],
+                                         **abi.header_data(self.opt.prefix, self._abi_features())})
         extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
         if self.opt.profile:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
@@ -386,8 +387,17 @@ class CEmitter:
 
     def _helper_data(self, used_types: set) -> dict[str, Any]:
         """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""
-        return {**minifloat.helper_data(used_types), "winograd": _winograd.helper_data(),
+        return {**minifloat.helper_data(used_types), **abi.helper_data(), "winograd": _winograd.helper_data(),
                 "embedded": self.opt.embedded}
+
+    def _abi_features(self) -> set[str]:
+        """What decides the functions and structs the library exports (``abi.Function.needs``)."""
+        features = {"random"} if self.unit.rng_streams else set()
+        if self.unit.uses_sequences:
+            features.add("sequences")
+        if any(v.kind == "map" for v in self.g.inputs):
+            features.add("maps")
+        return features
 
     def _template_data(self, data: dict[str, Any]) -> dict[str, Any]:
         """The translation unit's template data (a backend adds its own)."""
