@@ -4,7 +4,6 @@ the compiler and hand the descriptions' addresses to each run context."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -81,11 +80,6 @@ def addresses(path: str) -> dict[tuple[str, str], int]:
     table, count = _table(os.path.abspath(path))
     return {(ffi.string(table[i].domain).decode(), ffi.string(table[i].name).decode()):
             int(ffi.cast("uintptr_t", ffi.addressof(table[i]))) for i in range(count)}
-
-
-def digest(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def header_path() -> str:
