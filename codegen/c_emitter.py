@@ -539,13 +539,12 @@ class CEmitter:
             body = render(kernel.shape_template, _common(k) | kernel.shape_data)
             dims = _used_dims(body)
             used = _used_tensors(body, tensor_args)
-            fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
-                + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
-                + [f"int64_t *restrict {p}" for p in data_params]
+            fparams = [("onnxc_ctx *", "ctx")] + [("int64_t", d) for d in dims] \
+                + [(f"const {t.ctype} *restrict", t.name) for t, _ in used] \
+                + [("int64_t *restrict", p) for p in data_params]
             self.unit.functions.append({"kind": "node", "name": fname + "_shape", "comment": label + " (output shape)",
-                                        "types": types, "params": fparams, "body": body, "host": True,
-                                        "family": "shape",
-                                        "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
+                                        "types": types, "body": body, "host": True, "family": "shape",
+                                        **_parameters(fparams)})
             for s in data_syms:
                 self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
             args = ["ctx"] + dims + [self._loc(v).var for _, v in used] \
@@ -606,16 +605,15 @@ class CEmitter:
             if not re.search(rf"\b{t.name}\b", _code_only(body)):
                 body = f"    (void){t.name};\n" + body
         if self_alloc:
-            out_params = [f"void **restrict {t.name}" for t in outputs] + [f"int64_t *restrict {p}" for p in data_params]
+            out_params = [("void **restrict", t.name) for t in outputs] + [("int64_t *restrict", p) for p in data_params]
             dims = [d for d in dims if f"out_{d}" not in data_params]
         else:
-            out_params = [f"{t.ctype} *restrict {t.name}" for t in outputs]
-        fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
-            + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
-            + out_params + [f"void *restrict {s}" for s, _ in scratch]
+            out_params = [(f"{t.ctype} *restrict", t.name) for t in outputs]
+        fparams = [("onnxc_ctx *", "ctx")] + [("int64_t", d) for d in dims] \
+            + [(f"const {t.ctype} *restrict", t.name) for t, _ in used] \
+            + out_params + [("void *restrict", s) for s, _ in scratch]
         self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
-                                    "params": fparams, "body": body, "launch": launch, "family": kernel.template,
-                                    "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
+                                    "body": body, "launch": launch, "family": kernel.template, **_parameters(fparams)})
         scratch_vars, heap_scratch, offset = [], [], self._scratch_base
         for s, size in scratch:
             var = f"{fname}_{s}"
@@ -914,6 +912,13 @@ def _common(k: KernelContext) -> dict[str, Any]:
 
 
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _parameters(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """A node function's parameters from (C type, name) pairs: their declarations, and their names
+    (what a call passes them as)."""
+    return {"params": [f"{ctype}{'' if ctype.endswith('*') else ' '}{name}" for ctype, name in pairs],
+            "arg_names": [name for _, name in pairs]}
 
 
 def _code_only(body: str) -> str:
