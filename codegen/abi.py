@@ -45,7 +45,8 @@ class Function:
 @dataclass(frozen=True)
 class Struct:
     """``typedef struct name {...} name;``: fields as (declaration, note) pairs; a note is written
-    as a comment from column ``note_column`` of the field's line."""
+    as a comment from column ``note_column`` of the field's line. ``model.h`` defines it in builds
+    with the feature ``needs`` ("sequences", or "maps": models with map inputs)."""
     name: str
     fields: tuple[tuple[str, str], ...]
     doc: str
