@@ -21,7 +21,7 @@ from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
 from ..compiler.ops import _winograd
-from . import cexpr, memory, minifloat
+from . import abi, cexpr, memory, minifloat
 from .kernel import Kernel, KernelContext, Target, TensorRef
 from .literals import BIT_PATTERN_TYPES, c_bit_patterns, c_literals
 from .names import Mangler, c_string, comment
@@ -199,7 +199,8 @@ class CEmitter:
                     "families": list(dict.fromkeys(f["family"].removesuffix(".c.j2").split("/")[-1] for f in part))})
         source = render(self.source_template, self._template_data(data))
         units = {"model.c": source, **units}
-        header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"]})
+        header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"],
+                                         **abi.header_data(self.opt.prefix, self._abi_features())})
         extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
         if self.opt.profile:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
@@ -386,8 +387,17 @@ class CEmitter:
 
     def _helper_data(self, used_types: set) -> dict[str, Any]:
         """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""
-        return {**minifloat.helper_data(used_types), "winograd": _winograd.helper_data(),
+        return {**minifloat.helper_data(used_types), **abi.helper_data(), "winograd": _winograd.helper_data(),
                 "embedded": self.opt.embedded}
+
+    def _abi_features(self) -> set[str]:
+        """What decides the functions and structs the library exports (``abi.Function.needs``)."""
+        features = {"random"} if self.unit.rng_streams else set()
+        if self.unit.uses_sequences:
+            features.add("sequences")
+        if any(v.kind == "map" for v in self.g.inputs):
+            features.add("maps")
+        return features
 
     def _template_data(self, data: dict[str, Any]) -> dict[str, Any]:
         """The translation unit's template data (a backend adds its own)."""
@@ -529,13 +539,12 @@ class CEmitter:
             body = render(kernel.shape_template, _common(k) | kernel.shape_data)
             dims = _used_dims(body)
             used = _used_tensors(body, tensor_args)
-            fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
-                + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
-                + [f"int64_t *restrict {p}" for p in data_params]
+            fparams = [("onnxc_ctx *", "ctx")] + [("int64_t", d) for d in dims] \
+                + [(f"const {t.ctype} *restrict", t.name) for t, _ in used] \
+                + [("int64_t *restrict", p) for p in data_params]
             self.unit.functions.append({"kind": "node", "name": fname + "_shape", "comment": label + " (output shape)",
-                                        "types": types, "params": fparams, "body": body, "host": True,
-                                        "family": "shape",
-                                        "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
+                                        "types": types, "body": body, "host": True, "family": "shape",
+                                        **_parameters(fparams)})
             for s in data_syms:
                 self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
             args = ["ctx"] + dims + [self._loc(v).var for _, v in used] \
@@ -596,16 +605,15 @@ class CEmitter:
             if not re.search(rf"\b{t.name}\b", _code_only(body)):
                 body = f"    (void){t.name};\n" + body
         if self_alloc:
-            out_params = [f"void **restrict {t.name}" for t in outputs] + [f"int64_t *restrict {p}" for p in data_params]
+            out_params = [("void **restrict", t.name) for t in outputs] + [("int64_t *restrict", p) for p in data_params]
             dims = [d for d in dims if f"out_{d}" not in data_params]
         else:
-            out_params = [f"{t.ctype} *restrict {t.name}" for t in outputs]
-        fparams = ["onnxc_ctx *ctx"] + [f"int64_t {d}" for d in dims] \
-            + [f"const {t.ctype} *restrict {t.name}" for t, _ in used] \
-            + out_params + [f"void *restrict {s}" for s, _ in scratch]
+            out_params = [(f"{t.ctype} *restrict", t.name) for t in outputs]
+        fparams = [("onnxc_ctx *", "ctx")] + [("int64_t", d) for d in dims] \
+            + [(f"const {t.ctype} *restrict", t.name) for t, _ in used] \
+            + out_params + [("void *restrict", s) for s, _ in scratch]
         self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
-                                    "params": fparams, "body": body, "launch": launch, "family": kernel.template,
-                                    "arg_names": [re.findall(r"\w+$", p)[0] for p in fparams]})
+                                    "body": body, "launch": launch, "family": kernel.template, **_parameters(fparams)})
         scratch_vars, heap_scratch, offset = [], [], self._scratch_base
         for s, size in scratch:
             var = f"{fname}_{s}"
@@ -904,6 +912,13 @@ def _common(k: KernelContext) -> dict[str, Any]:
 
 
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _parameters(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """A node function's parameters from (C type, name) pairs: their declarations, and their names
+    (what a call passes them as)."""
+    return {"params": [f"{ctype}{'' if ctype.endswith('*') else ' '}{name}" for ctype, name in pairs],
+            "arg_names": [name for _, name in pairs]}
 
 
 def _code_only(body: str) -> str:

@@ -62,6 +62,9 @@ class CudaEmitter(CEmitter):
     def _helper_data(self, used_types: set) -> dict[str, Any]:
         return {**super()._helper_data(used_types), "embedded": True}   # portable C on the device
 
+    def _abi_features(self) -> set[str]:
+        return super()._abi_features() | {"cuda"}
+
     def _template_data(self, data: dict[str, Any]) -> dict[str, Any]:
         why = self._graph_obstacles()
         in_dims = sum(len(v.shape) for v in self.g.inputs if v.is_tensor)

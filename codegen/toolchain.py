@@ -225,10 +225,6 @@ class CudaToolchain:
         flags = [f for f in self.flags() if f not in ("-shared", "-O3")]
         return ["-O0", "-Xcicc", "-O0", "-Xptxas", "-O0", *flags, "-c"]
 
-    def compile_only(self, source: str, output: str) -> None:
-        """nvcc -c (check_flags): the device and host code compiled, nothing linked."""
-        self._run([self.nvcc, *self.check_flags(), source, "-o", output])
-
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
                      on_unit: Optional[UnitCallback] = None) -> None:
         """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split)."""

@@ -48,10 +48,6 @@ class Value:
         return len(self.shape)
 
     @property
-    def is_const(self) -> bool:
-        return self.const is not None
-
-    @property
     def static(self) -> bool:
         return self.shape is not None and is_static(self.shape)
 

@@ -28,6 +28,7 @@ from .compiler.errors import RankKnownAtRunTime, UnsupportedError
 from .compiler.ir import Graph
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
+from .runtime import cache
 from .runtime import custom_ops as custom_op_library
 from .runtime.options import usable_cores
 from .compiler.passes.pipeline import LOWERINGS, run_pipeline
@@ -165,7 +166,6 @@ def compile_cached(source: frontend.ModelSource, options: CompileOptions, on_sta
                    on_build: Optional[Callable[[], None]] = None) -> tuple[str, bool]:
     """The artifact folder of ``source`` built with ``options`` in the compile cache, and whether
     this call built it (``on_build`` is called first) rather than finding it there."""
-    from .runtime import cache
     key = cache.artifact_key(cache.model_digest(source), options.key(), options.toolchain().identity())
     built = []
 
@@ -310,7 +310,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         "library": LIBRARY,
         "weights": WEIGHTS,
         "weights_sha256": hashlib.sha256(emitted.weights).hexdigest(),
-        "library_sha256": _sha256_file(os.path.join(output_dir, LIBRARY)),
+        "library_sha256": cache.sha256_file(os.path.join(output_dir, LIBRARY)),
         "arena_bytes": emitted.arena_bytes,
         "inputs": emitted.inputs,
         "outputs": emitted.outputs,
@@ -322,7 +322,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         "options": json.loads(options.key()),
         # (the cache's digest of the model: a session given this folder with other options finds
         # the matching build in the cache by it)
-        "model_sha256": _model_digest(source),
+        "model_sha256": cache.model_digest(source),
         "source": os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else None,
     }
     manifest.update(emitted.extra)   # profile_nodes in profiling builds
@@ -354,19 +354,6 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
     }
     _write_atomic(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2).encode())
     return manifest
-
-
-def _model_digest(source: Any) -> str:
-    from .runtime import cache
-    return cache.model_digest(source)
-
-
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _write_atomic(path: str, data: bytes) -> None:

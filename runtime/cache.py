@@ -228,12 +228,12 @@ def _damage(folder: str, cached: bool) -> Optional[str]:
             return "manifest.json is not the one the artifact was built with"
         if manifest["library"] is not None:   # (none: a model compiled per input signature)
             library = os.path.join(folder, manifest["library"])
-            if _sha256_file(library) != manifest["library_sha256"]:
+            if sha256_file(library) != manifest["library_sha256"]:
                 return f"{manifest['library']} does not match its checksum"
         weights = os.path.join(folder, manifest["weights"])
         if stamp.get("manifest_sha256") == manifest_sha and stamp.get("weights") == _identity_of(weights):
             return None
-        if _sha256_file(weights) != manifest["weights_sha256"]:
+        if sha256_file(weights) != manifest["weights_sha256"]:
             return f"{manifest['weights']} does not match its checksum"
         _write_stamp(folder, manifest_sha, weights)
         return None
@@ -275,7 +275,7 @@ def _mark_verified(folder: str) -> None:
                         "weights": _identity_of(weights)})
 
 
-def _sha256_file(path: str) -> str:
+def sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

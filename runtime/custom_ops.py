@@ -1,28 +1,17 @@
 """Custom-op libraries (SessionOptions.register_custom_ops_library), ABI of
-``templates/c/onnxc_custom_op.h``: read their operator descriptions for the compiler and
-hand the descriptions' addresses to each run context."""
+``templates/c/onnxc_custom_op.h``, which cffi reads too: read their operator descriptions for
+the compiler and hand the descriptions' addresses to each run context."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import cffi
 
 from ..compiler.errors import ModelError
-
-ABI = 1
-_CDEF = """
-typedef struct { int32_t type; int32_t rank; const int64_t *dims; void *data; } onnxc_tensor;
-typedef struct {
-    const char *domain; const char *name; int32_t since_version; int32_t num_inputs; int32_t num_outputs;
-    const int32_t *output_types; const int32_t *output_ranks;
-    void *shape; void *compute;
-} onnxc_custom_op;
-const onnxc_custom_op *onnxc_custom_ops(int32_t abi_version, int32_t *count);
-"""
 
 
 @dataclass(frozen=True)
@@ -39,8 +28,13 @@ class CustomOp:
 
 @functools.lru_cache(maxsize=None)
 def _ffi() -> cffi.FFI:
+    """onnxc_custom_op.h as cffi reads it: its comments and its preprocessor lines other than
+    integer constants left out."""
+    with open(header_path(), encoding="utf-8") as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
     ffi = cffi.FFI()
-    ffi.cdef(_CDEF)
+    ffi.cdef("\n".join(line for line in text.splitlines()
+                       if not line.startswith("#") or re.fullmatch(r"#define \w+ \d+", line)))
     return ffi
 
 
@@ -57,11 +51,11 @@ def _table(path: str) -> tuple[Any, int]:
     ffi = _ffi()
     count = ffi.new("int32_t *")
     try:
-        table = lib.onnxc_custom_ops(ABI, count)
+        table = lib.onnxc_custom_ops(lib.ONNXC_CUSTOM_OP_ABI, count)
     except AttributeError as e:
         raise ModelError(f"{path!r} does not export onnxc_custom_ops (see onnxc_custom_op.h)") from e
     if table == ffi.NULL:
-        raise ModelError(f"{path!r} does not support custom-op ABI version {ABI}")
+        raise ModelError(f"{path!r} does not support custom-op ABI version {lib.ONNXC_CUSTOM_OP_ABI}")
     return table, int(count[0])
 
 
@@ -86,11 +80,6 @@ def addresses(path: str) -> dict[tuple[str, str], int]:
     table, count = _table(os.path.abspath(path))
     return {(ffi.string(table[i].domain).decode(), ffi.string(table[i].name).decode()):
             int(ffi.cast("uintptr_t", ffi.addressof(table[i]))) for i in range(count)}
-
-
-def digest(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def header_path() -> str:

@@ -16,55 +16,20 @@ from typing import Any
 import cffi
 import numpy as np
 
+from ..codegen import abi
 from ..compiler import dtypes as dt
 from ..compiler.errors import InvalidArgument, ModelError, RuntimeFailure
 from . import environment
 from .cpu import check_runs_here
 from .device import ON_DEVICE, DeviceArray
 
-SEQ_MAX_RANK = 8  # ONNXC_SEQ_MAX_RANK of the generated code
 PROFILE_EVENTS = 1 << 16  # node events one profiled run keeps
-
-_CDEF = """
-size_t {p}_context_size(void);
-int {p}_context_init(void *ctx, const void *weights, size_t weights_size);
-void {p}_context_release(void *ctx);
-int {p}_run(void *ctx, const void *const *inputs, const int64_t *in_shapes, void **outputs, int64_t *out_shapes);
-void {p}_free(void *p);
-const char *{p}_error(const void *ctx);
-void {p}_terminate(void *ctx, int flag);
-void {p}_bind_outputs(void *ctx, void *const *bufs, const int64_t *bytes, int64_t count);
-void {p}_set_custom_ops(void *ctx, const void *const *ops, int64_t count);
-void {p}_set_random(void *ctx, uint64_t seed, uint64_t *runs);
-void {p}_profile(void *ctx, int64_t *buf, int64_t cap);
-int64_t {p}_profile_count(const void *ctx);
-size_t {p}_arena_bytes(void);
-void {p}_seq_free(void *p);
-void {p}_inputs_on_device(void *ctx, const unsigned char *flags, int64_t count);
-void {p}_device_free(void *p);
-int {p}_set_stream(void *ctx, void *stream);
-int {p}_enable_graph(void *ctx, int flag);
-typedef struct {{
-    int64_t count;
-    int64_t cap;
-    int64_t none;
-    int64_t itemsize;
-    void **data;
-    int32_t *ranks;
-    int64_t *dims;
-}} onnxc_seq;
-typedef struct {{
-    int64_t count;
-    const void *keys;
-    const void *values;
-}} onnxc_map;
-"""
 
 
 @functools.lru_cache(maxsize=None)
 def _ffi(prefix: str) -> cffi.FFI:
     ffi = cffi.FFI()
-    ffi.cdef(_CDEF.format(p=prefix))
+    ffi.cdef(abi.cdef(prefix))
     return ffi
 
 
@@ -306,13 +271,14 @@ class CompiledModel:
             seq.none = 1
             return seq
         items = [value] if kind == "optional" else list(value)
-        if any(a.ndim > SEQ_MAX_RANK for a in items):
-            raise InvalidArgument(f"sequence elements may have at most {SEQ_MAX_RANK} dims")
+        if any(a.ndim > abi.SEQ_MAX_RANK for a in items):
+            raise InvalidArgument(f"sequence elements may have at most {abi.SEQ_MAX_RANK} dims")
         seq.count = seq.cap = len(items)
         seq.itemsize = dtype.itemsize
         data = ffi.new("void *[]", max(len(items), 1))
         ranks = ffi.new("int32_t[]", [a.ndim for a in items] or [0])
-        dims = ffi.new("int64_t[]", [d for a in items for d in list(a.shape) + [0] * (SEQ_MAX_RANK - a.ndim)] or [0])
+        dims = ffi.new("int64_t[]", [d for a in items for d in list(a.shape) + [0] * (abi.SEQ_MAX_RANK - a.ndim)]
+                       or [0])
         seq.ranks = ranks
         keep += [data, dims, ranks]
         for i, a in enumerate(items):
@@ -346,7 +312,7 @@ class CompiledModel:
                 return None
             items = []
             for i in range(seq.count):
-                shape = tuple(seq.dims[i * SEQ_MAX_RANK + d] for d in range(seq.ranks[i]))
+                shape = tuple(seq.dims[i * abi.SEQ_MAX_RANK + d] for d in range(seq.ranks[i]))
                 n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
                 raw = bytes(ffi.buffer(seq.data[i], n)) if n else b""
                 items.append(np.frombuffer(raw, dtype=dtype.np).reshape(shape).copy())

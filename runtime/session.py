@@ -255,8 +255,7 @@ class InferenceSession:
         digests = tuple(sorted((name, hashlib.sha256(np.ascontiguousarray(a).tobytes() + str(a.dtype).encode()
                                                      + str(a.shape).encode()).hexdigest())
                                for name, a in inits.items()))
-        from . import custom_ops
-        libraries = tuple((path, custom_ops.digest(path)) for path in so.custom_ops_libraries)
+        libraries = tuple((path, cache.sha256_file(path)) for path in so.custom_ops_libraries)
         options = CompileOptions(optimization_level=int(so.graph_optimization_level), disabled_passes=self._disabled,
                                  dim_overrides=overrides, profile=bool(so.enable_profiling), memory=memory,
                                  initializer_digests=digests, initializers=inits or None, custom_ops=libraries,

@@ -55,6 +55,18 @@ def assert_matches_ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray], rto
     return actual
 
 
+def assert_matches_ort_at_sizes(model: onnx.ModelProto, feeds_for: Any, sizes: Sequence[int], rtol: float = 1e-4,
+                                atol: float = 1e-5) -> None:
+    """One onnxc session run at several sizes of a symbolic dim (``feeds_for(size)``), each
+    compared with onnxruntime."""
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    for n in sizes:
+        feeds = feeds_for(n)
+        for a, e in zip(sess.run(None, feeds), run_ort(model, feeds)):
+            assert a.shape == e.shape
+            np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol)
+
+
 # --- the CUDA build ----------------------------------------------------------------------------
 
 def cuda_session(model: onnx.ModelProto) -> onnxc.InferenceSession:

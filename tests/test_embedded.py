@@ -26,7 +26,7 @@ from helpers import make_model, run_ort
 from tools import ensure_tools
 from onnxc.cli import main as cli_main
 from onnxc.compiler.errors import UnsupportedError
-from onnxc.driver import CompileOptions, compile_model
+from onnxc.driver import CompileOptions, compile_model, generate_source
 
 RNG = np.random.default_rng(7)
 LIBM = re.compile(r"^(a?(sin|cos|tan)h?|atan2|exp|exp2|expm1|log|log2|log10|log1p|pow|sqrt|cbrt|fabs|floor|ceil|round"
@@ -163,6 +163,20 @@ def test_package_is_freestanding_and_states_its_sizes(tmp_path):
         defined = subprocess.run(["nm", "-g", "--defined-only", obj], capture_output=True, text=True,
                                  check=True).stdout.split()[2::3]
         assert defined and all(s.startswith("mlp_") for s in defined), defined
+
+
+def test_package_carries_only_the_gemm_its_kernels_call(tmp_path):
+    """Each element type's GEMM is a helper of its own: a float32 model's package has no double
+    or integer GEMM, a double or int32 MatMul brings its own and no other."""
+    for name, model, dims in (("mlp", mlp_model(), ()), ("cnn", cnn_model(), ("--dim", "N=1"))):
+        source = open(os.path.join(package(tmp_path, model, name, *dims), f"{name}.c")).read()
+        assert "onnxc_sgemm" in source
+        assert not re.search(r"onnxc_gemm_(double|uint32|uint64)\b", source), name
+    for elem, kept in ((TP.DOUBLE, "double"), (TP.INT32, "uint32")):
+        matmul = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", elem, [8, 16]), ("b", elem, [16, 8])],
+                            [("y", elem, [8, 8])])
+        source = generate_source(matmul, CompileOptions(target="c")).source
+        assert {g for g in ("double", "uint32", "uint64") if f"onnxc_gemm_{g}(" in source} == {kept}
 
 
 @pytest.mark.parametrize("cc", ["gcc", "clang"])

@@ -238,8 +238,8 @@ def test_a_freshly_built_artifact_is_not_hashed_again_on_its_first_load(tmp_path
     data = bias_relu_model().SerializeToString()
     onnxc.InferenceSession(data)
     hashed = []
-    real = cache._sha256_file
-    monkeypatch.setattr(cache, "_sha256_file", lambda path: hashed.append(os.path.basename(path)) or real(path))
+    real = cache.sha256_file
+    monkeypatch.setattr(cache, "sha256_file", lambda path: hashed.append(os.path.basename(path)) or real(path))
     onnxc.InferenceSession(data)
     assert hashed == ["libmodel.so"]
 

@@ -1,5 +1,6 @@
-"""The GEMM helper (``c/helpers/gemm.c.j2``) as lowerings see it: which kernel an
-element type uses and how much ``pack`` scratch a call needs.
+"""The GEMM helpers (``c/helpers/gemm.c.j2`` and, per type, ``gemm_<name>.c.j2``) as lowerings
+see them: which kernel an element type uses, the helpers a call needs and how much ``pack``
+scratch it takes.
 
 Kernels: ``onnxc_gemm_float`` / ``_double`` and, for integers, ``_uint32`` /
 ``_uint64`` (signed types reuse them through pointer casts: wrapping products
@@ -40,6 +41,11 @@ class GemmType:
     @property
     def fn(self) -> str:
         return f"onnxc_gemm_{self.name}"
+
+    @property
+    def helpers(self) -> tuple[str, ...]:
+        """The helper templates that define ``fn`` (float32's is HELPER itself)."""
+        return (HELPER,) if self.name == "float" else (HELPER, f"c/helpers/gemm_{self.name}.c.j2")
 
 
 FLOAT = GemmType("float", "float", 4)

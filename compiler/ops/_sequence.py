@@ -28,7 +28,3 @@ def position(ctx, i: int):
 def require_rank(node, v) -> None:
     if v.shape is None:
         raise UnsupportedError(f"{node.label}: the rank of the sequence's elements is not known at compile time")
-
-
-def seq_template_data(k, i: int) -> dict:
-    return k.input(i).data()

@@ -6,7 +6,7 @@ from .registry import register
 
 
 @register("Clip", since=1, until=10)
-class ClipAttributes(FloatUnary):
+class Clip1(FloatUnary):
     """Y = min(max(X, min), max) with min/max attributes."""
 
     def scalar(self, x, node, t):

@@ -174,7 +174,7 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         bands_parallel = f"{macs} >= ONNXC_PARALLEL_MIN_MACS" + (" && !groups_parallel" if groups_parallel else "")
     data["bands_parallel"] = bands_parallel
     data["WIDTH"] = cexpr.lit(width)
-    helpers = (_gemm.HELPER,) if not depthwise or (sgemm and fused) else ()
+    helpers = g.helpers if not depthwise or (sgemm and fused) else ()
     kernel = k.kernel("c/conv.c.j2", helpers=helpers, **data)
     if w_load:
         kernel.scratch["w"] = cexpr.mul(m, kk, g.size)

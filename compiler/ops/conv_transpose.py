@@ -94,7 +94,7 @@ class ConvTranspose(OpDef):
             "src_offset": row_offset([f"i{a}" for a in range(rank - 1)], in_dims),
             "dst_offset": row_offset([f"o{a}" for a in range(rank - 1)], out_dims),
         }
-        kernel = k.kernel("c/conv_transpose.c.j2", helpers=(_gemm.HELPER,), **data)
+        kernel = k.kernel("c/conv_transpose.c.j2", helpers=g.helpers, **data)
         if not native:
             kernel.scratch["w"] = cexpr.mul(c, mkp, g.size)
             kernel.scratch["x"] = cexpr.mul(cg, size_in, g.size)

@@ -88,7 +88,7 @@ class DFT17(DFTBase):
 
 
 @register("DFT", since=20)
-class DFT20(DFTBase):
+class DFT(DFTBase):
     """DFT with the axis as an optional scalar input (default -2)."""
 
     def axis(self, node, ctx):

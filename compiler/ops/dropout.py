@@ -9,7 +9,7 @@ from .registry import OpDef, register
 
 
 @register("Dropout", since=1, until=11)
-class Dropout(OpDef):
+class Dropout1(OpDef):
     """Inference: output = data, the optional mask all true. Training (versions 1 to 6 with
     is_test=0; from 12 the training_mode input): each element is kept with probability
     1 - ratio, scaled by 1 / (1 - ratio), the mask telling which were kept."""
@@ -45,8 +45,8 @@ class Dropout(OpDef):
 
 
 @register("Dropout", since=12)
-class DropoutTrainingInput(Dropout):
-    """As Dropout, training when the training_mode input is true (ratio from input 1, 0.5 when
+class Dropout(Dropout1):
+    """As Dropout1, training when the training_mode input is true (ratio from input 1, 0.5 when
     omitted); the seed attribute seeds the mask's draws."""
 
     def training_check(self, k):

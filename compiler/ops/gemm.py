@@ -65,7 +65,7 @@ class Gemm(OpDef):
             "epilogue": self.epilogue(node, k, g, checks),
         }
         data["sgemm"] = self.sgemm_data(node, k) if native and g is _gemm.FLOAT else None
-        kernel = k.kernel("c/gemm.c.j2", helpers=(_gemm.HELPER,), **data)
+        kernel = k.kernel("c/gemm.c.j2", helpers=g.helpers, **data)
         if not native:
             kernel.scratch["a"] = cexpr.mul(a.numel, g.size)
             kernel.scratch["b"] = cexpr.mul(b.numel, g.size)

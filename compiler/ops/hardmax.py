@@ -3,7 +3,7 @@ from .registry import register
 
 
 @register("Hardmax", since=1, until=12)
-class HardmaxCoerced(SoftmaxFamily):
+class Hardmax1(SoftmaxFamily):
     """output = 1 at the first maximum of the 2-D coercion's row at axis, 0 elsewhere."""
     mode = "hardmax"
     coerce_2d = True

@@ -3,7 +3,7 @@ from .registry import register
 
 
 @register("LogSoftmax", since=1, until=12)
-class LogSoftmaxCoerced(SoftmaxFamily):
+class LogSoftmax1(SoftmaxFamily):
     """output = x - max - log(sum(exp(x - max))) over the 2-D coercion at axis."""
     mode = "log_softmax"
     coerce_2d = True

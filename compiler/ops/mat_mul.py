@@ -106,7 +106,7 @@ def matmul_kernel(k: KernelContext, g: _gemm.GemmType, *, a_load: Optional[str],
     if g is _gemm.FLOAT and k.target.prepack and b.value is not None and b.rank == 2 and stacked \
             and a_load is None and b_load is None and y_store is None:
         data["packed"] = k.constant("B_packed", _gemm.pack_cols(np.asarray(b.value, np.float32), k.target.gemm_nr))
-    kernel = k.kernel("c/matmul.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel = k.kernel("c/matmul.c.j2", helpers=g.helpers, **data)
     if a_load:
         kernel.scratch["a"] = cexpr.mul(a.numel, g.size)
     if b_load:

@@ -112,7 +112,7 @@ class Pad1(PadBase):
 
 
 @register("Pad", since=2, until=10)
-class PadV2(PadBase):
+class Pad2(PadBase):
     """Y = X padded by the pads attribute with value (constant mode), reflection or edge values."""
 
     def pads(self, node, const):

@@ -6,7 +6,7 @@ from .registry import register
 
 
 @register("Pow", since=1, until=11)
-class Pow(Broadcasting):
+class Pow1(Broadcasting):
     """Z = X ^ Y, broadcasting, float types."""
     types = dt.FLOATS
 
@@ -15,7 +15,7 @@ class Pow(Broadcasting):
 
 
 @register("Pow", since=12)
-class PowMixed(Pow):
+class Pow(Pow1):
     """Z = X ^ Y, broadcasting; Y may have another type than X. Like onnxruntime, operands of
     different compute types give a double power, truncated when X is an integer."""
     types = (dt.FLOAT, dt.DOUBLE, dt.FLOAT16, dt.BFLOAT16, dt.INT32, dt.INT64)

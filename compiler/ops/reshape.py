@@ -7,7 +7,7 @@ from .registry import register
 
 
 @register("Reshape", since=1, until=4)
-class ReshapeV1(Copy):
+class Reshape1(Copy):
     """Y = X with the shape attribute; 0 copies a dim, -1 is inferred."""
     dims_value = staticmethod(passthrough)
 

@@ -147,7 +147,7 @@ def _start_c(d: cexpr.CExpr, start: int, step: int) -> cexpr.CExpr:
 
 
 @register("Slice", since=1, until=9)
-class SliceV1(SliceBase):
+class Slice1(SliceBase):
     """Y = X[starts:ends] along axes, from attributes."""
 
     def params(self, node, const):

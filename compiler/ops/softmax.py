@@ -3,7 +3,7 @@ from .registry import register
 
 
 @register("Softmax", since=1, until=12)
-class SoftmaxCoerced(SoftmaxFamily):
+class Softmax1(SoftmaxFamily):
     """output = exp(x - max) / sum(exp(x - max)) over the 2-D coercion at axis."""
     mode = "softmax"
     coerce_2d = True

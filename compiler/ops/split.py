@@ -81,7 +81,7 @@ class Split1(SplitBase):
 
 
 @register("Split", since=2, until=12)
-class SplitV2(SplitBase):
+class Split2(SplitBase):
     """Y_i = consecutive parts of X along axis, sized by the split attribute (default: equal)."""
 
     def sizes(self, node, ctx, dim):

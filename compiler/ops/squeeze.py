@@ -22,7 +22,7 @@ def squeezed_shape(ctx, shape: tuple, axes) -> tuple:
 
 
 @register("Squeeze", since=1, until=12)
-class SqueezeV1(Copy):
+class Squeeze1(Copy):
     """Y = X without the size-1 axes listed in the axes attribute (all size-1 axes by default)."""
     dims_value = staticmethod(passthrough)
 

@@ -47,7 +47,7 @@ class TopKBase(OpDef):
 
 
 @register("TopK", since=1, until=9)
-class TopKAttr(TopKBase):
+class TopK1(TopKBase):
     """TopK with k as an attribute (largest first)."""
 
     def k_value(self, node, ctx):

@@ -15,7 +15,7 @@ def unsqueezed_shape(ctx, shape: tuple, axes: list[int]) -> tuple:
 
 
 @register("Unsqueeze", since=1, until=12)
-class UnsqueezeV1(Copy):
+class Unsqueeze1(Copy):
     """Y = X with size-1 axes inserted at the output axes listed in the axes attribute."""
     dims_value = staticmethod(passthrough)
 

@@ -1,9 +1,6 @@
 /* onnxc custom operator ABI, version 1.
  *
- * A custom-op library is a shared library exporting
- *
- *     const onnxc_custom_op *onnxc_custom_ops(int32_t abi_version, int32_t *count);
- *
+ * A custom-op library is a shared library exporting onnxc_custom_ops (declared at the end),
  * which returns `*count` operator descriptions (static storage), or NULL when it does not
  * support `abi_version`. Register it with SessionOptions.register_custom_ops_library(path).
  * The compiler reads the descriptions (domain, name, input and output counts, output types
@@ -40,5 +37,7 @@ typedef struct onnxc_custom_op {
     int (*compute)(const onnxc_tensor *inputs, int32_t num_inputs, onnxc_tensor *outputs,
                    int32_t num_outputs, const char *attributes_json, const char **error);
 } onnxc_custom_op;
+
+const onnxc_custom_op *onnxc_custom_ops(int32_t abi_version, int32_t *count);
 
 #endif

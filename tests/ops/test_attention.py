@@ -1,11 +1,13 @@
-"""Attention and RotaryEmbedding against onnxruntime (and the ONNX reference where it lacks a kernel)."""
+"""Attention, RotaryEmbedding and LinearAttention against onnxruntime (and the ONNX reference where
+it lacks a kernel)."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import onnxc
-from helpers import assert_matches_ort, make_model
+from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model
+from models import linear_attention
 
 F, H, B = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BOOL
 rng = np.random.default_rng(0)
@@ -203,3 +205,36 @@ def test_rotary_symbolic():
     feeds["position_ids"][0, 0] = 10
     with pytest.raises(Exception, match="position id out of range"):
         sess.run(None, feeds)
+
+
+# --- LinearAttention -----------------------------------------------------------
+
+def la_feeds(model, shapes, dtype=np.float32):
+    feeds = {}
+    for inp in model.graph.input:
+        shape = [shapes.get(d.dim_param, d.dim_value) for d in inp.type.tensor_type.shape.dim]
+        x = rng.standard_normal(shape).astype(dtype)
+        if inp.name == "decay":
+            x = -np.abs(x) * 0.5
+        if inp.name == "beta":
+            x = 1 / (1 + np.exp(-x))
+        if inp.name == "key":
+            x = x / np.linalg.norm(x.astype(np.float32), axis=-1, keepdims=True).astype(dtype)
+        feeds[inp.name] = x.astype(dtype)
+    return feeds
+
+
+@pytest.mark.parametrize("rule,hq,hkv,decay,beta", [
+    ("linear", 2, 2, None, None), ("gated", 2, 2, "key", None), ("gated", 2, 2, "head", None),
+    ("delta", 2, 1, None, "head"), ("gated_delta", 4, 2, "head", "head"), ("gated_delta", 2, 2, "key", "one")])
+@pytest.mark.parametrize("past", [True, False])
+def test_linear_attention(rule, hq, hkv, decay, beta, past):
+    dk, dv = 4, 3
+    widths = {"key": hkv * dk, "head": hkv, "one": 1, None: None}
+    m = linear_attention(rule, hq, hkv, dk, dv, 2, 3, past=past, decay_width=widths[decay], beta_width=widths[beta])
+    assert_matches_ort(m, la_feeds(m, {}))
+
+
+def test_linear_attention_fp16_scale_symbolic():
+    m = linear_attention("gated_delta", 2, 2, 4, 4, "B", "T", elem=H, decay_width=2, beta_width=2, scale=0.3)
+    assert_matches_ort_at_sizes(m, lambda n: la_feeds(m, {"B": 1, "T": n}, np.float16), (1, 5), rtol=1e-2, atol=1e-2)

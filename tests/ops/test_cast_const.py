@@ -1,4 +1,4 @@
-"""Cast, CastLike, Identity, Dropout, Constant, ConstantOfShape, Shape, Size, Range and EyeLike
+"""Cast, CastLike, BitCast, Identity, Dropout, Constant, ConstantOfShape, Shape, Size, Range and EyeLike
 against onnxruntime (numpy / ml_dtypes where onnxruntime lacks bfloat16).
 
 Nodes that constant folding would evaluate at compile time are also compiled at
@@ -342,3 +342,28 @@ def test_eye_like(attrs):
     for shape in ((3, 4), (5, 2)):
         expected = np.eye(*shape, k=attrs.get("k", 0), dtype=NP[out])
         _assert_equal(sess.run(None, {"x": np.zeros(shape, np.float32)})[0], expected)
+
+
+# --- BitCast -------------------------------------------------------------------
+
+@pytest.mark.parametrize("src,to", [(np.float32, TP.INT32), (np.int64, TP.DOUBLE), (np.uint16, TP.FLOAT16),
+                                    (np.float16, TP.BFLOAT16), (np.int8, TP.UINT8), (np.uint8, TP.BOOL),
+                                    (np.uint32, TP.FLOAT)])
+def test_bitcast(src, to):
+    rng = np.random.default_rng(0)
+    x = (rng.integers(0, 2, (2, 5)) if src == np.uint8 else rng.integers(-100, 100, (2, 5))).astype(src)
+    if src in (np.float32, np.float16):
+        x = rng.standard_normal((2, 5)).astype(src)
+    m = make_model([helper.make_node("BitCast", ["x"], ["y"], to=to)],
+                   [("x", helper.np_dtype_to_tensor_dtype(x.dtype), ["N", 5])], [("y", to, [None, 5])], opset=26)
+    y = onnxc.InferenceSession(m.SerializeToString()).run(None, {"x": x})[0]
+    expected = x.view(helper.tensor_dtype_to_np_dtype(to))
+    assert y.dtype == expected.dtype and y.shape == expected.shape
+    assert y.tobytes() == expected.tobytes()
+
+
+def test_bitcast_rejects_width_change():
+    m = make_model([helper.make_node("BitCast", ["x"], ["y"], to=TP.INT64)], [("x", TP.FLOAT, [3])],
+                   [("y", TP.INT64, [3])], opset=26)
+    with pytest.raises(Exception, match="width"):
+        onnxc.InferenceSession(m.SerializeToString())

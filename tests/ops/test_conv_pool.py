@@ -1,5 +1,5 @@
-"""Conv, ConvTranspose, ConvInteger and the pooling ops against onnxruntime (or the ONNX
-reference implementation where onnxruntime has no kernel)."""
+"""Conv, ConvTranspose, ConvInteger, DeformConv, CausalConvWithState and the pooling ops against
+onnxruntime (or the ONNX reference implementation where onnxruntime has no kernel)."""
 from __future__ import annotations
 
 import os
@@ -14,7 +14,8 @@ from onnx.reference import ReferenceEvaluator
 
 import onnxc
 from onnxc.compiler.ops import _winograd
-from helpers import assert_matches_ort, make_model, run_ort
+from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model, run_ort
+from models import causal_conv
 
 RNG = np.random.default_rng(7)
 
@@ -540,3 +541,62 @@ def test_max_unpool_output_shape():
     with pytest.raises(onnxc.RuntimeFailure):
         onnxc.InferenceSession(model.SerializeToString()).run(
             None, {"X": x, "I": indices * 5, "S": np.array([1, 2, 5, 6], np.int64)})
+
+
+# --- CausalConvWithState -------------------------------------------------------
+
+@pytest.mark.parametrize("k,length,bias,past,activation", [
+    (4, 6, False, False, "none"), (4, 6, True, True, "silu"), (4, 2, False, True, "none"), (4, 2, True, False, "silu"),
+    (1, 3, True, False, "none"), (2, 1, False, True, "silu")])
+def test_causal_conv(k, length, bias, past, activation):
+    m = causal_conv(3, k, length, bias=bias, past=past, activation=activation)
+    assert_matches_ort(m, {i.name: randn([d.dim_value for d in i.type.tensor_type.shape.dim]) for i in m.graph.input})
+
+
+def test_causal_conv_fp16_symbolic():
+    m = causal_conv(3, 3, "L", elem=TP.FLOAT16, bias=True, past=True, activation="swish", batch="B")
+
+    def feeds(n):
+        return {"input": randn((2, 3, n), np.float16), "weight": randn((3, 1, 3), np.float16),
+                "bias": randn(3, np.float16), "past_state": randn((2, 3, 2), np.float16)}
+    assert_matches_ort_at_sizes(m, feeds, (1, 7), rtol=1e-2, atol=1e-2)
+
+
+# --- DeformConv ----------------------------------------------------------------
+
+def deform_conv(n, c, h, w, oc, kh, kw, oh, ow, elem=TP.FLOAT, bias=False, mask=False, offset_group=1, **attrs):
+    names = ["X", "W", "offset", "B" if bias else "", "mask" if mask else ""]
+    ins = [("X", elem, [n, c, h, w]), ("W", elem, [oc, c // attrs.get("group", 1), kh, kw]),
+           ("offset", elem, [n, offset_group * kh * kw * 2, oh, ow])]
+    if bias:
+        ins.append(("B", elem, [oc]))
+    if mask:
+        ins.append(("mask", elem, [n, offset_group * kh * kw, oh, ow]))
+    deform = helper.make_node("DeformConv", [x for x in names if x], ["Y"], offset_group=offset_group, **attrs)
+    return make_model([deform], ins, [("Y", elem, [None] * 4)], opset=22)
+
+
+def deform_conv_feeds(model, n=None, dtype=np.float32):
+    feeds = {}
+    for i in model.graph.input:
+        shape = [d.dim_value if d.dim_param == "" else n for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = (randn(shape) * (2 if i.name == "offset" else 1)).astype(dtype)
+    return feeds
+
+
+@pytest.mark.parametrize("attrs,shape", [
+    ({}, (3, 3)),
+    ({"pads": [1, 1, 1, 1]}, (5, 5)),
+    ({"strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 0, 1]}, (2, 3)),
+    ({"group": 2}, (3, 3)),
+])
+@pytest.mark.parametrize("bias,mask,offset_group", [(False, False, 1), (True, True, 2)])
+def test_deform_conv(attrs, shape, bias, mask, offset_group):
+    m = deform_conv(2, 4, 5, 4, 4, 3, 2, shape[0], shape[1], bias=bias, mask=mask, offset_group=offset_group,
+                    **attrs)
+    assert_matches_ort(m, deform_conv_feeds(m))
+
+
+def test_deform_conv_double_symbolic():
+    m = deform_conv("N", 2, 4, 4, 3, 2, 2, 3, 3, elem=TP.DOUBLE, bias=True, mask=True)
+    assert_matches_ort_at_sizes(m, lambda n: deform_conv_feeds(m, n, np.float64), (1, 3), rtol=1e-9, atol=1e-9)

@@ -1,4 +1,4 @@
-"""Data movement and indexing ops (Transpose, Slice, Gather, Scatter*, Pad, ...) against onnxruntime.
+"""Data movement and indexing ops (Transpose, Slice, Gather, Scatter*, TensorScatter, Pad, ...) against onnxruntime.
 
 Many nodes share one model (one compile) to keep the file fast.
 """
@@ -373,3 +373,48 @@ def test_pad_nothing():
     inits = [_ints("pads", [0, 0, 0, 0]), numpy_helper.from_array(np.array(2.0, np.float32), "value")]
     model = make_model(nodes, [("x", TP.FLOAT, ["N", 3])], _outputs(TP.FLOAT, {"constant": 2, "edge": 2}), inits)
     assert_matches_ort(model, {"x": _random(TP.FLOAT, [2, 3], np.random.default_rng(10))})
+
+
+# --- TensorScatter -------------------------------------------------------------
+
+def tensor_scatter(past_shape, update_shape, elem=TP.FLOAT, indices=True, **attrs):
+    names = ["past_cache", "update"] + (["write_indices"] if indices else [])
+    ins = [("past_cache", elem, past_shape), ("update", elem, update_shape)]
+    if indices:
+        ins.append(("write_indices", TP.INT64, [past_shape[0]]))
+    return make_model([helper.make_node("TensorScatter", names, ["present_cache"], **attrs)], ins,
+                      [("present_cache", elem, [None] * len(past_shape))], opset=24)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+@pytest.mark.parametrize("axis,past,update", [(-2, (2, 3, 6, 4), (2, 3, 2, 4)), (1, (2, 5, 3), (2, 3, 3)),
+                                              (-1, (3, 2, 4), (3, 2, 1))])
+def test_tensor_scatter(mode, axis, past, update):
+    rng = np.random.default_rng(len(past))
+    m = tensor_scatter(list(past), list(update), mode=mode, axis=axis)
+    top = past[axis] - update[axis]
+    # circular indices wrap past the end; onnxruntime rejects negative ones, so none are drawn here
+    indices = rng.integers(0, top + 3 if mode == "circular" else top + 1, past[0])
+    assert_matches_ort(m, {"past_cache": _random(TP.FLOAT, past, rng), "update": _random(TP.FLOAT, update, rng),
+                           "write_indices": indices})
+
+
+@pytest.mark.parametrize("elem", [TP.INT32, TP.UINT8, TP.FLOAT16])
+def test_tensor_scatter_dtypes_no_indices(elem):
+    rng = np.random.default_rng(0)
+    m = tensor_scatter([2, 4, 3], [2, 2, 3], elem=elem, indices=False)
+    assert_matches_ort(m, {"past_cache": _random(elem, (2, 4, 3), rng), "update": _random(elem, (2, 2, 3), rng)})
+
+
+def test_tensor_scatter_symbolic_and_range_check():
+    rng = np.random.default_rng(0)
+    m = tensor_scatter(["B", 8, 2], ["B", "S", 2])
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    for b, s in ((1, 3), (3, 1)):
+        feeds = {"past_cache": _random(TP.FLOAT, (b, 8, 2), rng), "update": _random(TP.FLOAT, (b, s, 2), rng),
+                 "write_indices": rng.integers(0, 8 - s, b)}
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], run_ort(m, feeds)[0])
+    feeds = {"past_cache": _random(TP.FLOAT, (1, 8, 2), rng), "update": _random(TP.FLOAT, (1, 3, 2), rng),
+             "write_indices": np.array([6])}
+    with pytest.raises(Exception, match="write index"):
+        sess.run(None, feeds)

@@ -1,4 +1,4 @@
-"""ai.onnx.ml ops against onnxruntime."""
+"""ai.onnx.ml ops, and TfIdfVectorizer, against onnxruntime."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ from onnx import TensorProto as T
 from onnx import helper
 
 import onnxc
-from helpers import assert_matches_ort, make_model
+from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model
 
 ML = {"ai.onnx.ml": 3}
 
@@ -74,3 +74,30 @@ def test_feature_vectorizer_needs_one_input_type():
                    extra_opsets={"ai.onnx.ml": 1})
     with pytest.raises(onnxc.OnnxcError, match="same type"):
         onnxc.InferenceSession(m.SerializeToString())
+
+
+# --- TfIdfVectorizer -----------------------------------------------------------
+
+POOL = dict(pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7], ngram_counts=[0, 4], ngram_indexes=[0, 1, 2, 3, 4, 5, 6])
+WEIGHTS = [0.5, 1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("mode,weights,min_len,max_len,skip,elem,dtype", [
+    ("TF", None, 1, 1, 0, T.INT32, np.int32), ("TF", None, 1, 2, 3, T.INT64, np.int64),
+    ("IDF", None, 2, 2, 0, T.INT64, np.int64), ("TFIDF", None, 1, 2, 1, T.INT32, np.int32),
+    ("IDF", WEIGHTS, 1, 2, 2, T.INT64, np.int64), ("TFIDF", WEIGHTS, 2, 2, 3, T.INT32, np.int32)])
+def test_tfidf(mode, weights, min_len, max_len, skip, elem, dtype):
+    attrs = dict(POOL, mode=mode, min_gram_length=min_len, max_gram_length=max_len, max_skip_count=skip)
+    if weights:
+        attrs["weights"] = weights
+    m = make_model([helper.make_node("TfIdfVectorizer", ["X"], ["Y"], **attrs)], [("X", elem, [2, 12])],
+                   [("Y", T.FLOAT, [2, 7])], opset=9)
+    assert_matches_ort(m, {"X": np.random.default_rng(0).integers(1, 9, (2, 12)).astype(dtype)})
+
+
+def test_tfidf_1d_symbolic():
+    rng = np.random.default_rng(0)
+    attrs = dict(POOL, mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=1)
+    m = make_model([helper.make_node("TfIdfVectorizer", ["X"], ["Y"], **attrs)], [("X", T.INT64, ["C"])],
+                   [("Y", T.FLOAT, [7])], opset=9)
+    assert_matches_ort_at_sizes(m, lambda n: {"X": rng.integers(1, 9, n).astype(np.int64)}, (1, 20))
