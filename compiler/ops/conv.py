@@ -372,9 +372,10 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     run = tw if gather else pp.QW
     nbl = _ceil_div(rows * run, lanes) * lanes
     blocks = _ceil_div(th, rows)
-    # the last block's lanes read up to here past the planes' start: zeros after the planes
+    # the last block's lanes read up to here past a channel's planes' start (lanes past a
+    # row's last tile are computed and dropped): the last channel's reach, zeros after its planes
     reach = (blocks - 1) * rows * pp.QW + nbl + max(pp.taps)
-    planes = c * pp.floats + max(0, reach - (c - 1) * pp.floats)
+    planes = max(c * pp.floats, (c - 1) * pp.floats + reach)
     u = _winograd.transform_filters(np.asarray(w.value, np.float32), wg)
     packed = k.constant("W_winograd", np.concatenate([_gemm.pack_rows(p, mr) for p in u]))
     has_bias = k.has_input(2)
