@@ -220,6 +220,9 @@ def balanced_rows(rows: int, total: int, inner: int, threads: int) -> int:
 GATHER_PLANES_BYTES = 1 << 18
 
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
+# Output rows the depthwise kernel computes together (kernels of up to 25 taps; 2 above):
+# 4 accumulators and the weights fit the 16 vector registers of AVX2 for 3x3.
+DEPTHWISE_BLOCK_ROWS = 4
 
 
 def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
@@ -235,9 +238,14 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
         return None
     n, c = x.dims[:2]
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
-    stride = pp.floats + pp.OH * pp.QW    # one thread's planes and row buffer
+    taps = len(pp.taps)
+    rows = min(pp.OH, DEPTHWISE_BLOCK_ROWS if taps <= 25 else 2)
+    xv = _ceil_div(pp.OW, 8) * 8 if pp.OW <= 8 else _ceil_div(pp.OW, 16) * 16   # whole vectors
+    rs = max(pp.QW, xv)                   # the row buffer's row stride
+    planes = pp.floats + max(0, xv - pp.QW)   # (the last row's vector lanes past OW read this far)
+    stride = planes + pp.OH * rs          # one thread's planes and row buffer
     data = {
-        **pp.template_data(), "pp": pp.template_data(),
+        **pp.template_data(), "pp": pp.template_data(), "R": rows, "XV": xv, "RS": rs, "PLANES": planes,
         "checks": checks, "NC": cexpr.mul(n, c), "C": c, "STRIDE": stride, "taps": pp.taps,
         "threads": k.target.threads, "x_ptr": x.name, "y_ptr": y.name, "w_ptr": w.name,
         "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
