@@ -130,6 +130,38 @@ def test_depthwise_conv(xshape, kernel, attrs, threads):
     assert_close(got, [np.maximum(y + z, 0)], atol=1e-4)
 
 
+def test_depthwise_rows_in_blocks_are_bit_identical_to_one_row_at_a_time(tmp_path, monkeypatch):
+    """The depthwise kernel computes several output rows at once (sharing their plane loads),
+    each output's taps in the kernel's order: the same bits as one row at a time, for 3x3 and
+    5x5 kernels, strides 1 and 2, rows that do not fill the last block and rows narrower than
+    a vector."""
+    from onnxc.compiler.ops import conv as conv_op
+    from onnxc.driver import CompileOptions
+    cases = [([1, 8, 11, 11], [3, 3], [1, 1]), ([1, 8, 14, 14], [5, 5], [2, 2]), ([1, 6, 7, 7], [5, 5], [1, 1]),
+             ([1, 4, 30, 21], [3, 3], [2, 2])]
+    nodes, inputs, outputs, inits, feed = [], [], [], [], {}
+    for i, (xshape, kernel, strides) in enumerate(cases):
+        c = xshape[1]
+        inits += [helper.make_tensor(f"W{i}", TP.FLOAT, [c, 1, *kernel], randn([c, 1, *kernel]).ravel()),
+                  helper.make_tensor(f"B{i}", TP.FLOAT, [c], randn([c]))]
+        nodes.append(node("Conv", [f"X{i}", f"W{i}", f"B{i}"], f"Y{i}", group=c, strides=strides,
+                          pads=[kernel[0] // 2] * 4))
+        inputs.append((f"X{i}", TP.FLOAT, xshape))
+        outputs.append((f"Y{i}", TP.FLOAT, [None] * 4))
+        feed[f"X{i}"] = randn(xshape)
+    model = make_model(nodes, inputs, outputs, initializers=inits)
+    results = []
+    for rows in (1, conv_op.DEPTHWISE_BLOCK_ROWS):
+        monkeypatch.setattr(conv_op, "DEPTHWISE_BLOCK_ROWS", rows)
+        onnxc.compile_model(model, str(tmp_path / f"rows{rows}"), CompileOptions(threads=1))
+        source = (tmp_path / f"rows{rows}" / "model.c").read_text()
+        assert source.count("float acc") >= len(cases) * (rows if rows > 1 else 1)
+        results.append(onnxc.InferenceSession(str(tmp_path / f"rows{rows}")).run(None, feed))
+    for one, blocked, want in zip(*results, run_ort(model, feed)):
+        np.testing.assert_array_equal(blocked, one)
+        np.testing.assert_allclose(blocked, want, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("xshape, wshape, attrs", [
     ([1, 128, 28, 28], [128, 16, 3, 3], {"group": 8, "pads": [1, 1, 1, 1]}),   # im2col per group
