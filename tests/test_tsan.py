@@ -48,8 +48,6 @@ def _run_child(code: str, tmp_path, timeout: int = 3000) -> subprocess.Completed
     return proc
 
 
-
-
 @pytest.mark.conformance
 @pytest.mark.tsan
 @pytest.mark.parametrize("part", range(PARTS))

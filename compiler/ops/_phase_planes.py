@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...codegen.cexpr import CExpr
+
+if TYPE_CHECKING:
+    from ...codegen.kernel import Target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,9 +73,14 @@ def phase_planes(in_hw: Sequence[int], out_hw: Sequence[int], kernel: Sequence[i
                      for b, first in ((b, (b - pl) % s1) for b in range(s1)) if first < w))
 
 
-def static_but_batch(x_dims: Sequence[CExpr], y_dims: Sequence[CExpr], *more: Sequence[CExpr]) -> bool:
+def static_but_batch(target: Target, x_dims: Sequence[CExpr], y_dims: Sequence[CExpr],
+                     *more: Sequence[CExpr]) -> bool:
     """Whether every size is known but the batch (the first dim of X and of Y): kernels that
     plan their loops for the sizes of one image take a batch that the model leaves free (the
-    exporters' dynamic batch axis) as a loop count."""
+    exporters' dynamic batch axis) as a loop count. Only builds that pack weights at compile
+    time (native ones: ``target.prepack``) take a free batch; the CUDA templates compute with
+    these sizes as numbers."""
+    if not isinstance(x_dims[0], int) and not target.prepack:
+        return False
     sizes = [*x_dims[1:], *y_dims[1:], *(d for dims in more for d in dims)]
     return all(isinstance(d, int) for d in sizes)

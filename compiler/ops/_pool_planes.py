@@ -39,9 +39,7 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
     """The kernel, or None where it does not apply (the generic loops run then)."""
     x, y = k.input(0), k.out
     if (kind not in REDUCTIONS or x.dtype is not dt.FLOAT or len(k.outputs) != 1 or win.rank != 2
-            or not static_but_batch(x.dims, y.dims, begins, ends) or min(begins) < 0):
-        return None
-    if not isinstance(x.dims[0], int) and not k.target.prepack:   # (a free batch: native builds only)
+            or not static_but_batch(k.target, x.dims, y.dims, begins, ends) or min(begins) < 0):
         return None
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
     row_counts, col_counts = (counts(x.dims[2 + a], y.dims[2 + a], win.kernel[a], win.strides[a], win.dilations[a],

@@ -230,16 +230,13 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     """The ``c/conv_depthwise.c.j2`` kernel of a float32 2-D depthwise Conv with static sizes
     and pads of at least 0, or None where it does not apply (the generic loops run then)."""
     x, w, y = k.input(0), k.input(1), k.out
-    if win.rank != 2 or not static_but_batch(x.dims, y.dims, begins) or min(begins) < 0:
-        return None
-    if not isinstance(x.dims[0], int) and not k.target.prepack:   # (a free batch: native builds only)
+    if win.rank != 2 or not static_but_batch(k.target, x.dims, y.dims, begins) or min(begins) < 0:
         return None
     if cexpr.prod(win.kernel) > MAX_DEPTHWISE_TAPS:
         return None
     n, c = x.dims[:2]
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
-    taps = len(pp.taps)
-    rows = min(pp.OH, DEPTHWISE_BLOCK_ROWS if taps <= 25 else 2)
+    rows = min(pp.OH, DEPTHWISE_BLOCK_ROWS if len(pp.taps) <= 25 else 2)
     xv = _ceil_div(pp.OW, 8) * 8 if pp.OW <= 8 else _ceil_div(pp.OW, 16) * 16   # whole vectors
     rs = max(pp.QW, xv)                   # the row buffer's row stride
     planes = pp.floats + max(0, xv - pp.QW)   # (the last row's vector lanes past OW read this far)
@@ -262,7 +259,7 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     pads of at least 0: B of the GEMM is gathered from phase planes of the input as it is
     packed, with no im2col copy. None where it does not apply (im2col runs then)."""
     x, w, y = k.input(0), k.input(1), k.out
-    if win.rank != 2 or not static_but_batch(x.dims, y.dims, w.dims, begins) or min(begins) < 0:
+    if win.rank != 2 or not static_but_batch(k.target, x.dims, y.dims, w.dims, begins) or min(begins) < 0:
         return None
     n, c = x.dims[:2]
     m, cg = w.dims[:2]
@@ -358,7 +355,7 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     groups, with constant weights, static sizes and pads of at least 0, where its estimated
     cost beats im2col's (``_winograd_plan``); else None."""
     x, w, y = k.input(0), k.input(1), k.out
-    if win.rank != 2 or not static_but_batch(x.dims, y.dims, w.dims, begins) or min(begins) < 0:
+    if win.rank != 2 or not static_but_batch(k.target, x.dims, y.dims, w.dims, begins) or min(begins) < 0:
         return None
     if tuple(win.kernel) != (3, 3) or any(s != 1 for s in (*win.strides, *win.dilations)):
         return None
