@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import ModelError
+from ..ir import Node, Value
 from ._contrib import Composite, Expansion, invalid
 from .registry import register
 
@@ -29,7 +30,10 @@ class FlexAttention(Composite):
         precision = node.attrs.get("softmax_precision")
         if precision is not None and precision not in _PRECISIONS:
             raise invalid(node, f"softmax_precision {precision} is not float, float16, bfloat16 or double")
-        compute = _PRECISIONS[precision] if precision is not None else dt.DOUBLE if q.dtype == dt.DOUBLE else dt.FLOAT
+        if precision is not None:
+            compute = _PRECISIONS[precision]
+        else:
+            compute = dt.DOUBLE if q.dtype == dt.DOUBLE else dt.FLOAT
 
         root = _sqrt_scale(node, e, q)
         queries, keys = e.op("Mul", [q, root]), e.op("Mul", [k, root])
@@ -46,15 +50,13 @@ class FlexAttention(Composite):
         if grouped:
             probs = e.op("Reshape", [probs, _shape(e, (q, 0, 1), (k, 1, 2), -1, (k, 2, 3))])
         values = _cast(e, v, v.dtype, compute)
-        out = e.op("MatMul", [probs, values], None if grouped or compute != v.dtype else e.into(0))
+        out = e.op("MatMul", [probs, values])
         if grouped:
-            out = e.op("Reshape", [out, _shape(e, (q, 0, 3), (v, 3, 4))],
-                       None if compute != v.dtype else e.into(0))
-        if compute != v.dtype:
-            e.op("Cast", [out], e.into(0), to=v.dtype.onnx)
+            out = e.op("Reshape", [out, _shape(e, (q, 0, 3), (v, 3, 4))])
+        e.op("Cast", [out], e.into(0), to=v.dtype.onnx)   # a no-op Cast is removed by simplification
 
 
-def _checked_inputs(node):
+def _checked_inputs(node: Node) -> tuple[Value, Value, Value]:
     if len(node.inputs) != 3 or any(x is None for x in node.inputs):
         raise invalid(node, "Q, K and V are required")
     q, k, v = node.inputs
@@ -65,9 +67,10 @@ def _checked_inputs(node):
             raise invalid(node, f"{name} has shape {list(x.shape)}; it must have rank 4 (B, H, L, E)")
     if k.dtype != q.dtype or v.dtype != q.dtype:
         raise invalid(node, f"Q, K and V are {q.dtype}, {k.dtype} and {v.dtype}: they must be one type")
-    for what, a, b in (("K and Q head sizes", k.shape[3], q.shape[3]), ("K and V heads", k.shape[1], v.shape[1]),
-                       ("K and V sequence lengths", k.shape[2], v.shape[2]),
-                       ("Q and K batch sizes", q.shape[0], k.shape[0]), ("Q and V batch sizes", q.shape[0], v.shape[0])):
+    agree = (("K and Q head sizes", k.shape[3], q.shape[3]), ("K and V heads", k.shape[1], v.shape[1]),
+             ("K and V sequence lengths", k.shape[2], v.shape[2]), ("Q and K batch sizes", q.shape[0], k.shape[0]),
+             ("Q and V batch sizes", q.shape[0], v.shape[0]))
+    for what, a, b in agree:
         if isinstance(a, int) and isinstance(b, int) and a != b:
             raise invalid(node, f"the {what} differ ({a} and {b})")
     hq, hkv = q.shape[1], k.shape[1]
@@ -76,7 +79,7 @@ def _checked_inputs(node):
     return q, k, v
 
 
-def _sqrt_scale(node, e: Expansion, q):
+def _sqrt_scale(node: Node, e: Expansion, q: Value) -> Value:
     """sqrt(scale) in Q's type, the scale (default 1 / sqrt(head size)) rounded to float32 first."""
     scale, head_size = node.attrs.get("scale"), q.shape[3]
     if scale is None and isinstance(head_size, int):
@@ -88,18 +91,18 @@ def _sqrt_scale(node, e: Expansion, q):
     return _cast(e, e.op("Sqrt", [scale]), dt.FLOAT, q.dtype)
 
 
-def _shape(e: Expansion, *parts):
+def _shape(e: Expansion, *parts: "int | tuple[Value, int, int]") -> Value:
     """A shape tensor from (value, start, end) slices of input shapes and int constants."""
     pieces = [e.const(np.array([p], np.int64)) if isinstance(p, int) else
               e.op("Shape", [p[0]], start=p[1], end=p[2]) for p in parts]
     return e.op("Concat", pieces, axis=0)
 
 
-def _cast(e: Expansion, x, have, want):
+def _cast(e: Expansion, x: Value, have: dt.DType, want: dt.DType) -> Value:
     return x if have == want else e.op("Cast", [x], to=want.onnx)
 
 
-def _splice(node, e: Expansion, attr: str, x, compute):
+def _splice(node: Node, e: Expansion, attr: str, x: Value, compute: dt.DType) -> Value:
     """The nodes of modifier ``attr`` applied to ``x``, their result cast to ``compute`` as the
     reference does; ``x`` unchanged without the modifier."""
     body = node.subgraphs.get(attr)

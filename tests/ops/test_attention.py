@@ -261,8 +261,10 @@ def modifier(kind, elem=F):
                   helper.make_tensor("cols", TensorProto.INT64, [2], [1, -1]),
                   helper.make_tensor("neg_inf", elem, [], [-np.inf])]
         nodes = [helper.make_node("Shape", ["x"], ["shape"]),
-                 helper.make_node("Gather", ["shape", "two"], ["L"]), helper.make_node("Gather", ["shape", "three"], ["S"]),
-                 helper.make_node("Range", ["zero", "L", "one"], ["l"]), helper.make_node("Range", ["zero", "S", "one"], ["s"]),
+                 helper.make_node("Gather", ["shape", "two"], ["L"]),
+                 helper.make_node("Gather", ["shape", "three"], ["S"]),
+                 helper.make_node("Range", ["zero", "L", "one"], ["l"]),
+                 helper.make_node("Range", ["zero", "S", "one"], ["s"]),
                  helper.make_node("Reshape", ["l", "rows"], ["i"]), helper.make_node("Reshape", ["s", "cols"], ["j"])]
         if kind == "causal":
             nodes += [helper.make_node("GreaterOrEqual", ["i", "j"], ["keep"]),
