@@ -1,5 +1,6 @@
-"""Attention, RotaryEmbedding and LinearAttention against onnxruntime (and the ONNX reference where
-it lacks a kernel)."""
+"""Attention, RotaryEmbedding, LinearAttention and FlexAttention against onnxruntime (and the ONNX reference
+where onnxruntime lacks a kernel)."""
+import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -294,11 +295,12 @@ def flex(q, k, v, elem=F, score_mod=None, prob_mod=None, precision_elem=None, **
 
 
 def flex_feeds(model, sizes=None):
+    types = NP | {TensorProto.BFLOAT16: ml_dtypes.bfloat16}
     feeds = {}
     for i in model.graph.input:
         t = i.type.tensor_type
         shape = [(sizes or {}).get(d.dim_param, d.dim_value) for d in t.shape.dim]
-        feeds[i.name] = rng.standard_normal(shape).astype(NP[t.elem_type])
+        feeds[i.name] = rng.standard_normal(shape).astype(types[t.elem_type])
     return feeds
 
 
@@ -318,7 +320,7 @@ def test_flex_gqa_scale_and_value_head_size(scale):
 
 
 @pytest.mark.parametrize("elem,precision,tol", [(H, None, 2e-3), (H, TensorProto.FLOAT, 2e-3),
-                                                (TensorProto.DOUBLE, None, 1e-12)])
+                                                (TensorProto.BFLOAT16, None, 2e-2), (TensorProto.DOUBLE, None, 1e-12)])
 def test_flex_types(elem, precision, tol):
     attrs = {} if precision is None else {"softmax_precision": precision}
     m = flex([1, 4, 3, 8], [1, 2, 5, 8], [1, 2, 5, 8], elem=elem, score_mod="soft_cap", prob_mod="half", **attrs)
