@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..compiler.errors import CompileError
 
@@ -41,7 +42,7 @@ def library_flags(cc: str, needed: dict[str, str]) -> tuple[list[str], list[str]
     """The compile flags (include folders) and link flags of the libraries ``needed`` (name ->
     the op that needs it), in order; raises CompileError naming each one ``cc`` cannot build with."""
     names = list(needed)
-    missing = [name for name in names if _flags(cc, name) is None]
+    missing = missing_libraries(cc, names)
     if missing:
         raise CompileError("the model needs system libraries this machine lacks: "
                            + ", ".join(f"{n} for {needed[n]} (header {LIBRARIES[n].header}, Debian package "
@@ -54,6 +55,11 @@ def library_flags(cc: str, needed: dict[str, str]) -> tuple[list[str], list[str]
             if flag not in target:
                 target.append(flag)
     return cflags, ldflags
+
+
+def missing_libraries(cc: str, names: Iterable[str]) -> list[str]:
+    """Those of the libraries ``names`` that ``cc`` cannot build and link a program with."""
+    return [name for name in names if _flags(cc, name) is None]
 
 
 @functools.lru_cache(maxsize=None)
