@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..compiler.errors import CompileError
+from .system_libraries import library_flags
 
 # Warnings are bugs in generated code, so they fail the build.
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
@@ -60,14 +61,17 @@ class Toolchain:
         return f"{compiler_version(self.cc)}|{' '.join(self.flags())}|isa={','.join(self.isa())}"
 
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
-                     on_unit: Optional[UnitCallback] = None) -> None:
+                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None) -> None:
         """Builds the shared library ``output`` from C translation units: one unit in one
-        command; several compiled to objects ``jobs`` at a time, then linked."""
+        command; several compiled to objects ``jobs`` at a time, then linked. ``libraries``:
+        the system libraries the code calls (codegen/system_libraries.py) -> the op that needs it."""
         if shutil.which(self.cc) is None:
             raise CompileError(f"C compiler {self.cc!r} not found (set CC)")
-        flags = self.flags()
+        include, link = library_flags(self.cc, libraries or {})
+        flags = self.flags() + include
+        link.append("-lm")
         if len(sources) == 1:
-            _run_units([([self.cc, *flags, sources[0], "-o", output, "-lm"], sources[0])], 1, on_unit)
+            _run_units([([self.cc, *flags, sources[0], "-o", output, *link], sources[0])], 1, on_unit)
             return
         with tempfile.TemporaryDirectory(prefix=".objects-", dir=os.path.dirname(output) or ".") as folder:
             objects = [os.path.join(folder, f"{k}.o") for k in range(len(sources))]
@@ -75,7 +79,7 @@ class Toolchain:
             order = sorted(range(len(sources)), key=lambda k: -os.path.getsize(sources[k]))
             _run_units([([self.cc, *flags, "-c", sources[k], "-o", objects[k]], sources[k]) for k in order],
                        jobs, on_unit)
-            _run_units([([self.cc, *flags, *objects, "-o", output, "-lm"], "")], 1, None)
+            _run_units([([self.cc, *flags, *objects, "-o", output, *link], "")], 1, None)
 
 
 # on_unit(source, done, seconds, cpu_seconds): a translation unit was compiled, the done-th of
@@ -226,12 +230,14 @@ class CudaToolchain:
         return ["-O0", "-Xcicc", "-O0", "-Xptxas", "-O0", *flags, "-c"]
 
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
-                     on_unit: Optional[UnitCallback] = None) -> None:
-        """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split)."""
+                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None) -> None:
+        """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split);
+        ``libraries`` as for :meth:`Toolchain.build_shared` (host code calls them)."""
         [source] = sources
         compiler = self.cxx if self.emulate else self.nvcc
+        include, link = library_flags(self.cxx, libraries or {})
         start, cpu = time.perf_counter(), _children_cpu()
-        self._run([compiler, *self.flags(), source, "-o", output, "-lm"])
+        self._run([compiler, *self.flags(), *include, source, "-o", output, *link, "-lm"])
         if on_unit is not None:
             on_unit(os.path.basename(source), 1, time.perf_counter() - start, _children_cpu() - cpu)
 
