@@ -3,6 +3,7 @@ bytes for a few models of the sizes microcontrollers run.
 
     python -m onnxc.benchmarks.footprint            # prints a Markdown table
     python -m onnxc.benchmarks.footprint --json build/footprint.json
+    python -m onnxc.benchmarks.footprint --tflm     # and TensorFlow Lite Micro next to onnxc
 
 Each model's package (``--name net``) is written to a temporary folder; net.c and net_weights.c
 are compiled with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
@@ -12,6 +13,10 @@ weights are net_weights.o's (constant data, in flash), the arena is the header's
 instructions of one inference are counted on QEMU's emulated boards (onnxc.benchmarks.mcu): the
 package's example program as Cortex-M4F firmware on mps2-an386, and as Cortex-M0+ code
 (ARMv6-M, soft float) on mps2-an385, both -Os.
+
+With ``--tflm`` a second table puts TensorFlow Lite Micro next to onnxc: the same models as
+.tflite flatbuffers, run by the ``tflite-micro`` package's interpreter (onnxc.benchmarks.tflm,
+``pip install onnxc[bench]``), for its model and arena bytes.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from . import mcu
+from . import mcu, tflm
 from .builder import GraphBuilder
 from .models import mlp, tiny_cnn
 
@@ -104,7 +109,7 @@ def measure(name: str, model: onnx.ModelProto, workdir: str) -> dict[str, Any]:
     folder = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_"))
     info = compile_model(model, folder, CompileOptions(target="c", prefix="net"), command="onnxc compile --target c")
     row: dict[str, Any] = {"model": name, "arena_bytes": info["arena_bytes"], "weights_bytes": info["weights_bytes"],
-                           "host_code_bytes": info["code_bytes"]}
+                           "host_code_bytes": info["code_bytes"], "io_bytes": io_bytes(model)}
     if shutil.which(CROSS) is None:
         row["m4"] = f"{CROSS} not found"
         return row
@@ -119,6 +124,26 @@ def measure(name: str, model: onnx.ModelProto, workdir: str) -> dict[str, Any]:
     row["m4_weights_bytes"] = sum(sizes["net_weights.c"][:2])
     row.update(instructions(model, folder))
     return row
+
+
+def io_bytes(model: onnx.ModelProto) -> int:
+    """Bytes of the model's inputs and outputs: the caller's buffers in a package, arena in TFLM."""
+    init = {t.name for t in model.graph.initializer}
+    total = 0
+    for value in [*model.graph.input, *model.graph.output]:
+        if value.name not in init:
+            tensor = value.type.tensor_type
+            count = int(np.prod([d.dim_value for d in tensor.shape.dim]))
+            total += count * onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
+    return total
+
+
+def tflm_row(model: onnx.ModelProto) -> dict[str, Any]:
+    """TensorFlow Lite Micro's measurements of ``model``, or why there are none."""
+    try:
+        return tflm.measure(model)
+    except ModuleNotFoundError as e:
+        return {"tflm": f"needs {e.name} (pip install onnxc[bench])"}
 
 
 def instructions(model: onnx.ModelProto, folder: str) -> dict[str, Any]:
@@ -162,9 +187,32 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def tflm_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| model | onnxc arena | onnxc arena + inputs and outputs | TFLM arena (x86-64) | of which tensors | "
+             "onnxc weights | onnxc code, Cortex-M4 -Os | TFLM model | TFLM matches onnxruntime |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+
+    def cell(value: Any) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "**no**"
+        return f"{value:,}" if isinstance(value, int) else str(value)
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['error']} | | | | | | | |")
+            continue
+        why = r.get("tflm", "n/a")
+        cells = [r["arena_bytes"], r["arena_bytes"] + r["io_bytes"], r.get("tflm_arena_bytes", why),
+                 r.get("tflm_arena_head_bytes", why), r["weights_bytes"], r.get("m4_code_bytes", r.get("m4", "n/a")),
+                 r.get("tflm_model_bytes", why), r.get("tflm_matches_onnxruntime", why)]
+        lines.append(f"| {r['model']} | " + " | ".join(cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m onnxc.benchmarks.footprint", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--tflm", action="store_true",
+                        help="also measure TensorFlow Lite Micro on the same models (needs tflite-micro)")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="onnxc-footprint-") as workdir:
@@ -175,9 +223,14 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 rows.append(measure(name, model, workdir))
+                if args.tflm:
+                    rows[-1].update(tflm_row(model))
             except Exception as e:  # one model's failure is a row, not the end of the table
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
     print(table(rows))
+    if args.tflm:
+        print()
+        print(tflm_table(rows))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
