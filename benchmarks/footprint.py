@@ -138,10 +138,13 @@ def io_bytes(model: onnx.ModelProto) -> int:
     return total
 
 
-def tflm_row(model: onnx.ModelProto) -> dict[str, Any]:
-    """TensorFlow Lite Micro's measurements of ``model``, or why there are none."""
+def tflm_row(model: onnx.ModelProto, source: str | None = None, workdir: str = "",
+             library_dir: str = "") -> dict[str, Any]:
+    """TensorFlow Lite Micro's measurements of ``model``, or why there are none; with a TFLM
+    ``source`` tree, also on the emulated boards (firmware in ``workdir``, TFLM's objects in
+    ``library_dir``)."""
     try:
-        return tflm.measure(model)
+        return tflm.measure(model, source, workdir, library_dir)
     except ModuleNotFoundError as e:
         return {"tflm": f"needs {e.name} (pip install onnxc[bench])"}
 
@@ -187,24 +190,39 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def tflm_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| model | onnxc arena | onnxc arena + inputs and outputs | TFLM arena (x86-64) | of which tensors | "
-             "onnxc weights | onnxc code, Cortex-M4 -Os | TFLM model | TFLM matches onnxruntime |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "**no**"
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
-    def cell(value: Any) -> str:
-        if isinstance(value, bool):
-            return "yes" if value else "**no**"
-        return f"{value:,}" if isinstance(value, int) else str(value)
+
+def tflm_table(rows: list[dict[str, Any]]) -> str:
+    """onnxc next to TFLM: RAM and flash; where TFLM was built for the boards, instructions too."""
+    lines = ["| model | onnxc arena | onnxc arena + inputs and outputs | TFLM arena, Cortex-M4F | TFLM arena, x86-64 "
+             "| onnxc weights | onnxc code, Cortex-M4 | TFLM model | TFLM code, Cortex-M4F | TFLM matches onnxruntime |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['error']} | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['error']} |" + " |" * 9)
             continue
         why = r.get("tflm", "n/a")
-        cells = [r["arena_bytes"], r["arena_bytes"] + r["io_bytes"], r.get("tflm_arena_bytes", why),
-                 r.get("tflm_arena_head_bytes", why), r["weights_bytes"], r.get("m4_code_bytes", r.get("m4", "n/a")),
-                 r.get("tflm_model_bytes", why), r.get("tflm_matches_onnxruntime", why)]
-        lines.append(f"| {r['model']} | " + " | ".join(cell(c) for c in cells) + " |")
+        board = r.get("tflm_cortex-m4f", "not built")
+        cells = [r["arena_bytes"], r["arena_bytes"] + r["io_bytes"], r.get("tflm_cortex-m4f_arena_bytes", board),
+                 r.get("tflm_arena_bytes", why), r["weights_bytes"], r.get("m4_code_bytes", r.get("m4", "n/a")),
+                 r.get("tflm_model_bytes", why), r.get("tflm_cortex-m4f_code_bytes", board),
+                 r.get("tflm_matches_onnxruntime", why)]
+        lines.append(f"| {r['model']} | " + " | ".join(_cell(c) for c in cells) + " |")
+    if not any("tflm_cortex-m4f_instructions" in r or "tflm_cortex-m0plus_instructions" in r for r in rows):
+        return "\n".join(lines)
+    lines += ["", "| model | onnxc, Cortex-M4F | TFLM, Cortex-M4F | onnxc, Cortex-M0+ | TFLM, Cortex-M0+ "
+              "| TFLM on the boards = TFLM on this host |", "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if "error" in r:
+            continue
+        cells = [r.get(f"{who}{board}_instructions", r.get(f"tflm_{board}", "n/a") if who else "n/a")
+                 for board in mcu.BOARDS for who in ("", "tflm_")]
+        same = all(r.get(f"tflm_{board}_matches_host") is True for board in mcu.BOARDS)
+        lines.append(f"| {r['model']} | " + " | ".join(_cell(c) for c in cells) + f" | {_cell(same)} |")
     return "\n".join(lines)
 
 
@@ -213,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--tflm", action="store_true",
                         help="also measure TensorFlow Lite Micro on the same models (needs tflite-micro)")
+    parser.add_argument("--tflm-source", metavar="DIR",
+                        help="with --tflm: a TFLM source tree with its third-party downloads, built for the boards")
+    parser.add_argument("--tflm-build", metavar="DIR",
+                        help="where TFLM's objects are kept between runs (default: a temporary folder)")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="onnxc-footprint-") as workdir:
@@ -224,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 rows.append(measure(name, model, workdir))
                 if args.tflm:
-                    rows[-1].update(tflm_row(model))
+                    firmware_dir = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_"), "tflm")
+                    os.makedirs(firmware_dir, exist_ok=True)
+                    rows[-1].update(tflm_row(model, args.tflm_source, firmware_dir,
+                                             args.tflm_build or os.path.join(workdir, "tflm_objects")))
             except Exception as e:  # one model's failure is a row, not the end of the table
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
     print(table(rows))

@@ -111,12 +111,19 @@ def output_steps(model: onnx.ModelProto) -> list[float | None]:
     return steps
 
 
-def measure(model: onnx.ModelProto) -> dict[str, Any]:
+def measure(model: onnx.ModelProto, source: str | None = None, workdir: str = "",
+            library_dir: str = "") -> dict[str, Any]:
     """TFLM's row for ``model``: model bytes, arena bytes (total, head, tail) and whether its
-    outputs match onnxruntime's."""
+    outputs match onnxruntime's; with a TFLM ``source`` tree, also its code, arena and
+    instructions on the emulated boards (onnxc.benchmarks.tflm_firmware: the firmware built in
+    ``workdir``, TFLM's objects in ``library_dir``)."""
     from .tflite_export import to_tflite
     flatbuffer = to_tflite(model)
     inputs = inputs_for(model)
     outputs, arena = run(flatbuffer, inputs, len(model.graph.output))
-    return {"tflm_model_bytes": len(flatbuffer), **{f"tflm_{k}": v for k, v in arena.items()},
-            "tflm_matches_onnxruntime": matches(model, inputs, outputs, output_steps(model))}
+    row = {"tflm_model_bytes": len(flatbuffer), **{f"tflm_{k}": v for k, v in arena.items()},
+           "tflm_matches_onnxruntime": matches(model, inputs, outputs, output_steps(model))}
+    if source is not None:
+        from . import tflm_firmware
+        row.update(tflm_firmware.measure(source, flatbuffer, inputs, outputs, workdir, library_dir))
+    return row

@@ -59,3 +59,23 @@ def test_an_operator_without_a_translation_is_named():
     lstm = importlib.import_module(f"{PACKAGE}.models").small_lstm()
     with pytest.raises(NotImplementedError, match="LSTM has no TFLite translation"):
         export.to_tflite(lstm)
+
+
+def test_a_folder_without_tflm_and_its_downloads_is_refused_with_what_is_missing(tmp_path):
+    firmware = importlib.import_module(f"{PACKAGE}.tflm_firmware")
+    (tmp_path / firmware.DOWNLOADS / "gemmlowp").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match=r"missing: flatbuffers/include, ruy"):
+        firmware.includes(str(tmp_path))
+
+
+def test_tflm_code_counts_text_and_read_only_data_of_tflm_objects_only(tmp_path):
+    firmware = importlib.import_module(f"{PACKAGE}.tflm_firmware")
+    conv, startup = str(tmp_path / "conv.o"), str(tmp_path / "startup.o")
+    (tmp_path / "fw.map").write_text(
+        ".text           0x00000000     0x9000\n"
+        f" .text._ZN6tflite4ConvEv\n                0x00000400      0x1a4 {conv}\n"
+        f" .text.reset_handler\n                0x00000800       0x40 {startup}\n"
+        f" .rodata._ZN6tflite5tableE\n                0x00001000       0x20 {conv}\n"
+        f" .data.counter   0x20000000        0x4 {conv}\n"
+        f" .text.small     0x00001100        0x8 {conv}\n")
+    assert firmware.code_bytes(str(tmp_path / "fw.map"), [conv]) == 0x1a4 + 0x20 + 0x8
