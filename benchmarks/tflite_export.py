@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import flatbuffers
 import numpy as np
+import numpy.typing as npt
 import onnx
 from onnx import numpy_helper
 from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
@@ -56,7 +57,7 @@ class Writer:
     codes: dict[int, int] = field(default_factory=dict)
     operators: list[fb.OperatorT] = field(default_factory=list)
 
-    def tensor(self, name: str, shape: list[int], dtype: np.dtype, quant: Quant | None = None,
+    def tensor(self, name: str, shape: list[int], dtype: npt.DTypeLike, quant: Quant | None = None,
                data: np.ndarray | None = None) -> int:
         t = fb.TensorT()
         t.name, t.shape, t.type = name, [int(d) for d in shape], TENSOR_TYPES[np.dtype(dtype)]
@@ -246,6 +247,8 @@ class Translator:
             raise NotImplementedError(f"node {node.name!r}: dilated convolution or a non-NCHW input")
         out_name = node.output[0]
         bn = self.only_consumer(out_name, "BatchNormalization")
+        if bn is not None and w_quant is not None:
+            raise NotImplementedError(f"node {node.name!r}: BatchNormalization after an int8 convolution")
         if bn is not None:   # folded into the filter and the bias, as TensorFlow's converter does
             scale, shift, mean, var = (self.init[n] for n in bn.input[1:5])
             eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)

@@ -11,7 +11,8 @@ at ``-Os``, the kernels at ``-O2``, as its Makefile builds them) and its portabl
 kernels (no CMSIS-NN).
 
 Measured: TFLM's code (the text and read-only data the linked firmware takes from TFLM's
-objects, from the linker's map: the interpreter, the kernels and the op resolver), the arena
+objects, from the linker's map: the interpreter and the kernels; like a package's example
+program, tflm_main.cc is left out), the arena
 the interpreter used on the board (``arena_used_bytes``: 32-bit pointers) and the instructions
 of one ``Invoke``.
 """
@@ -42,6 +43,7 @@ FRAMEWORK = [
         "kernels/internal/common", "kernels/internal/portable_tensor_utils", "kernels/internal/quantization_util",
         "kernels/internal/runtime_shape", "kernels/internal/tensor_ctypes", "kernels/internal/tensor_utils",
         "kernels/internal/reference/portable_tensor_utils")),
+    "tensorflow/compiler/mlir/lite/schema/schema_utils.cc",
 ]
 KERNELS = [f"{MICRO}/kernels/{name}.cc" for name in (
     "activations", "activations_common", "conv", "conv_common", "depthwise_conv", "depthwise_conv_common",
@@ -113,15 +115,16 @@ def build_firmware(source: str, flatbuffer: bytes, board: str, workdir: str, lib
     model_c, elf = os.path.join(workdir, "tflm_model.c"), os.path.join(workdir, f"tflm.{board}.elf")
     _model_source(flatbuffer, model_c)
     cflags = mcu.BOARDS[board].cflags
-    main_o, model_o = os.path.join(workdir, f"tflm_main.{board}.o"), os.path.join(workdir, f"tflm_model.{board}.o")
+    main_o, model_o, startup_o = (os.path.join(workdir, f"{name}.{board}.o") for name in ("tflm_main", "tflm_model", "startup"))
     _compile(["arm-none-eabi-g++", *cflags, *CXXFLAGS, *includes(source), "-Os", f"-DTFLM_ARENA_BYTES={arena_bytes}",
               "-c", os.path.join(mcu.FIRMWARE, "tflm_main.cc"), "-o", main_o])
     _compile(["arm-none-eabi-gcc", *cflags, "-c", model_c, "-o", model_o])
-    _compile(["arm-none-eabi-g++", *cflags, "-Os", "-ffunction-sections", "-fdata-sections", "-fno-exceptions",
-              "-fno-rtti", os.path.join(mcu.FIRMWARE, "startup.c"), main_o, model_o, *objects,
+    _compile(["arm-none-eabi-gcc", *cflags, "-Os", "-std=c99", "-ffunction-sections", "-c",
+              os.path.join(mcu.FIRMWARE, "startup.c"), "-o", startup_o])
+    _compile(["arm-none-eabi-g++", *cflags, startup_o, main_o, model_o, *objects,
               "--specs=rdimon.specs", "-nostartfiles", "-T", os.path.join(mcu.FIRMWARE, "mps2.ld"),
               "-Wl,--gc-sections", f"-Wl,-Map={elf}.map", "-o", elf, "-lm"])
-    return elf, code_bytes(f"{elf}.map", [main_o, *objects])
+    return elf, code_bytes(f"{elf}.map", objects)
 
 
 def measure(source: str, flatbuffer: bytes, inputs: list[np.ndarray], expected: list[np.ndarray],
