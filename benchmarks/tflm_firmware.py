@@ -11,8 +11,8 @@ at ``-Os``, the kernels at ``-O2``, as its Makefile builds them) and its portabl
 kernels (no CMSIS-NN).
 
 Measured: TFLM's code (the text and read-only data the linked firmware takes from TFLM's
-objects, from the linker's map: the interpreter and the kernels; like a package's example
-program, tflm_main.cc is left out), the arena
+objects, from the linker's map: the interpreter and the kernels of the model's operators,
+which tflm_main.cc registers; like a package's example program, it is left out), the arena
 the interpreter used on the board (``arena_used_bytes``: 32-bit pointers) and the instructions
 of one ``Invoke``.
 """
@@ -98,13 +98,22 @@ def _model_source(flatbuffer: bytes, path: str) -> None:
 def code_bytes(map_file: str, objects: list[str]) -> int:
     """Bytes of text and read-only data the link took from ``objects`` (the linker's map)."""
     with open(map_file, encoding="utf-8", errors="replace") as f:
-        text = f.read()
+        text = f.read().partition("Linker script and memory map")[2]   # not the discarded sections before it
     ours = {os.path.abspath(o) for o in objects}
     total = 0
     for m in re.finditer(r"^ (\.(?:text|rodata)\S*)\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+\.o)$", text, re.M):
         if os.path.abspath(m.group(3)) in ours:
             total += int(m.group(2), 16)
     return total
+
+
+def operators(flatbuffer: bytes) -> list[str]:
+    """The builtin operators ``flatbuffer`` uses, by their schema names (CONV_2D, ...)."""
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+    model = fb.Model.GetRootAs(flatbuffer, 0)
+    names = {code: name for name, code in vars(fb.BuiltinOperator).items() if not name.startswith("_")}
+    return sorted(names[max(model.OperatorCodes(i).BuiltinCode(), model.OperatorCodes(i).DeprecatedBuiltinCode())]
+                  for i in range(model.OperatorCodesLength()))
 
 
 def build_firmware(source: str, flatbuffer: bytes, board: str, workdir: str, library_dir: str,
@@ -116,8 +125,9 @@ def build_firmware(source: str, flatbuffer: bytes, board: str, workdir: str, lib
     _model_source(flatbuffer, model_c)
     cflags = mcu.BOARDS[board].cflags
     main_o, model_o, startup_o = (os.path.join(workdir, f"{name}.{board}.o") for name in ("tflm_main", "tflm_model", "startup"))
+    registered = ["-DTFLM_OPS", *(f"-DTFLM_OP_{name}" for name in operators(flatbuffer))]
     _compile(["arm-none-eabi-g++", *cflags, *CXXFLAGS, *includes(source), "-Os", f"-DTFLM_ARENA_BYTES={arena_bytes}",
-              "-c", os.path.join(mcu.FIRMWARE, "tflm_main.cc"), "-o", main_o])
+              *registered, "-c", os.path.join(mcu.FIRMWARE, "tflm_main.cc"), "-o", main_o])
     _compile(["arm-none-eabi-gcc", *cflags, "-c", model_c, "-o", model_o])
     _compile(["arm-none-eabi-gcc", *cflags, "-Os", "-std=c99", "-ffunction-sections", "-c",
               os.path.join(mcu.FIRMWARE, "startup.c"), "-o", startup_o])

@@ -72,6 +72,9 @@ def test_tflm_code_counts_text_and_read_only_data_of_tflm_objects_only(tmp_path)
     firmware = importlib.import_module(f"{PACKAGE}.tflm_firmware")
     conv, startup = str(tmp_path / "conv.o"), str(tmp_path / "startup.o")
     (tmp_path / "fw.map").write_text(
+        "Discarded input sections\n\n"
+        f" .text._ZN6tflite8Register_PADEv\n                0x00000000       0x30 {conv}\n\n"
+        "Linker script and memory map\n\n"
         ".text           0x00000000     0x9000\n"
         f" .text._ZN6tflite4ConvEv\n                0x00000400      0x1a4 {conv}\n"
         f" .text.reset_handler\n                0x00000800       0x40 {startup}\n"

@@ -21,17 +21,39 @@ alignas(16) static uint8_t arena[TFLM_ARENA_BYTES];
 int main(int argc, char **argv)
 {
     const tflite::Model *model = tflite::GetModel(tflm_model);
+    // The model's operators (TFLM_OP_<BUILTIN> for each, under TFLM_OPS), as a firmware registers
+    // them; without TFLM_OPS, all that the footprint models use.
     tflite::MicroMutableOpResolver<10> resolver;
+#if !defined(TFLM_OPS) || defined(TFLM_OP_CONV_2D)
     resolver.AddConv2D();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_DEPTHWISE_CONV_2D)
     resolver.AddDepthwiseConv2D();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_FULLY_CONNECTED)
     resolver.AddFullyConnected();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_MAX_POOL_2D)
     resolver.AddMaxPool2D();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_MEAN)
     resolver.AddMean();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_PAD)
     resolver.AddPad();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_QUANTIZE)
     resolver.AddQuantize();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_DEQUANTIZE)
     resolver.AddDequantize();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_RELU)
     resolver.AddRelu();
+#endif
+#if !defined(TFLM_OPS) || defined(TFLM_OP_RESHAPE)
     resolver.AddReshape();
+#endif
     tflite::MicroInterpreter interpreter(model, resolver, arena, sizeof arena);
     if (interpreter.AllocateTensors() != kTfLiteOk) {
         std::puts("error: AllocateTensors failed");
