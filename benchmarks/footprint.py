@@ -147,6 +147,8 @@ def tflm_row(model: onnx.ModelProto, source: str | None = None, workdir: str = "
         return tflm.measure(model, source, workdir, library_dir)
     except ModuleNotFoundError as e:
         return {"tflm": f"needs {e.name} (pip install onnxc[bench])"}
+    except Exception as e:  # TFLM's failure on one model is a cell of its row
+        return {"tflm": f"failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}"}
 
 
 def instructions(model: onnx.ModelProto, folder: str) -> dict[str, Any]:
@@ -244,14 +246,16 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"model": name, "error": "needs onnxruntime (its quantizer)"})
                 continue
             try:
-                rows.append(measure(name, model, workdir))
-                if args.tflm:
-                    firmware_dir = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_"), "tflm")
-                    os.makedirs(firmware_dir, exist_ok=True)
-                    rows[-1].update(tflm_row(model, args.tflm_source, firmware_dir,
-                                             args.tflm_build or os.path.join(workdir, "tflm_objects")))
+                row = measure(name, model, workdir)
             except Exception as e:  # one model's failure is a row, not the end of the table
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
+                continue
+            if args.tflm:
+                firmware_dir = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_"), "tflm")
+                os.makedirs(firmware_dir, exist_ok=True)
+                row.update(tflm_row(model, args.tflm_source, firmware_dir,
+                                    args.tflm_build or os.path.join(workdir, "tflm_objects")))
+            rows.append(row)
     print(table(rows))
     if args.tflm:
         print()

@@ -147,7 +147,11 @@ def measure(source: str, flatbuffer: bytes, inputs: list[np.ndarray], expected: 
         (x.transpose(0, 2, 3, 1) if x.ndim == 4 else x).astype(x.dtype).tofile(os.path.join(workdir, names[-1]))
     row: dict[str, Any] = {}
     for board in mcu.BOARDS:
-        elf, code = build_firmware(source, flatbuffer, board, workdir, library_dir, arena_bytes=1 << 20)
+        try:
+            elf, code = build_firmware(source, flatbuffer, board, workdir, library_dir, arena_bytes=1 << 20)
+        except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:   # a board's failure is its cells
+            row[f"tflm_{board}"] = f"build failed: {str(e).splitlines()[0][:160]}"
+            continue
         run = mcu.run_firmware(elf, board, names, cwd=workdir, timeout=1200)
         if run.returncode != 0 or run.instructions is None:
             row[f"tflm_{board}"] = f"failed: {(run.stdout + run.stderr).strip()[-160:]}"
