@@ -16,7 +16,9 @@ package's example program as Cortex-M4F firmware on mps2-an386, and as Cortex-M0
 
 With ``--tflm`` a second table puts TensorFlow Lite Micro next to onnxc: the same models as
 .tflite flatbuffers, run by the ``tflite-micro`` package's interpreter (onnxc.benchmarks.tflm,
-``pip install onnxc[bench]``), for its model and arena bytes.
+``pip install onnxc[bench]``), for its model and arena bytes; with ``--tflm-source DIR`` (a TFLM
+source tree) also TFLM built as firmware for the same boards (onnxc.benchmarks.tflm_firmware),
+for its code, arena and instructions per inference.
 """
 from __future__ import annotations
 
