@@ -161,7 +161,7 @@ class InferenceSession:
             warnings.warn("CUDAExecutionProvider: profiling runs the model on CPUExecutionProvider", stacklevel=3)
             self._providers, self._cuda = [CPU], None
         path, source = self._model_path, self._source
-        folder = None
+        folder: Optional[str] = None
         if path is not None and os.path.isdir(path):
             folder = os.fspath(path)
             cache.verify_artifact(folder)   # a library that fails its checksum is never loaded
@@ -227,10 +227,11 @@ class InferenceSession:
             return None if cuda.emulated() else "built for the emulated CUDA runtime (ONNXC_CUDA_EMULATE=1)"
         if cuda.emulated():
             return "built by nvcc, and this session emulates the CUDA runtime (ONNXC_CUDA_EMULATE=1)"
-        device = int(self._cuda.get("device_id", built.get("cuda_device", 0)))
+        asked = self._cuda or {}
+        device = int(asked.get("device_id", built.get("cuda_device", 0)))
         if device != built.get("cuda_device", 0):
             return f"built for device {built.get('cuda_device', 0)}, not {device}"
-        if "use_tf32" in self._cuda and bool(self._cuda["use_tf32"]) != bool(built.get("cuda_tf32", True)):
+        if "use_tf32" in asked and bool(asked["use_tf32"]) != bool(built.get("cuda_tf32", True)):
             return f"built with use_tf32={int(bool(built.get('cuda_tf32', True)))}"
         archs = tuple(built.get("cuda_archs") or ())
         gpu = cuda.archs(device)

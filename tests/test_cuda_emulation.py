@@ -98,7 +98,8 @@ KERNEL_START = "    if (!ctx->failed)\n        (void)node0_ReduceSum_sum("
 
 @pytest.mark.parametrize("good, bad, message", [
     # odd and even threads wait at two different barriers
-    (REDUCE_BARRIER, "    buf[t] = v;\n    if (t % 2 == 0)\n        __syncthreads();\n    else\n        __syncthreads();\n",
+    (REDUCE_BARRIER,
+     "    buf[t] = v;\n    if (t % 2 == 0)\n        __syncthreads();\n    else\n        __syncthreads();\n",
      r"threads 0 and 1 of block \d+ wait at different barriers \(lines \d+ and \d+ of model.cu\)"),
     # a thread leaves the kernel while the others wait
     (KERNEL_START, "    if (threadIdx.x == 7)\n        return;\n" + KERNEL_START,

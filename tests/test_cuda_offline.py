@@ -119,7 +119,8 @@ def test_without_a_gpu_the_artifact_falls_back_to_the_cpu(nvcc_artifact, monkeyp
     compiled for the CPU, gives onnxruntime's results."""
     monkeypatch.delenv(cuda.EMULATE_ENV, raising=False)
     monkeypatch.setattr(cuda, "device_count", lambda: 0)
-    with pytest.warns(UserWarning, match="Specified provider 'CUDAExecutionProvider' is not in available provider names"):
+    ort_warning = "Specified provider 'CUDAExecutionProvider' is not in available provider names"
+    with pytest.warns(UserWarning, match=ort_warning):
         sess = onnxc.InferenceSession(nvcc_artifact, providers=[CUDA, CPU])
     assert sess.get_providers() == [CPU]
     assert json.load(open(os.path.join(sess._folder, "manifest.json")))["device"] == "cpu"
