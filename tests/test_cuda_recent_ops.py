@@ -90,8 +90,8 @@ def map_op(op: str):
 
 
 CASES = {
-    "old opset 7": lambda: (old_cnn(7), {"x": rand(2, 3, 6, 6)}),
-    "old opset 10": lambda: (old_cnn(10), {"x": rand(2, 3, 6, 6)}),
+    "old opset 7": lambda: (old_cnn(7), {"x": rand(2, 3, 8, 8)}),
+    "old opset 10": lambda: (old_cnn(10), {"x": rand(2, 3, 8, 8)}),
     "MaxRoiPool": max_roi_pool,
     "CategoryMapper strings to ints": lambda: category_mapper(False),
     "CategoryMapper ints to strings": lambda: category_mapper(True),
