@@ -206,7 +206,12 @@ class CudaToolchain:
         if self.emulate:
             return [*common, "-x", "c++", "-DONNXC_CUDA_EMULATE", *WARNINGS, "-fPIC", "-fvisibility=hidden",
                     "-fwrapv", "-fno-math-errno", "-fno-trapping-math"]
+        # machine code for each architecture, and the newest one's PTX, which the driver compiles
+        # for GPUs newer than any of them
+        from ..runtime.cuda import newest_arch
+        newest = newest_arch(self.archs)[3:]
         gencode = [f"-gencode=arch=compute_{a[3:]},code={a}" for a in self.archs]
+        gencode.append(f"-gencode=arch=compute_{newest},code=compute_{newest}")
         # Warnings fail the build, but for one: nvcc's front end reports a local "set but never
         # used" (550) even after the C code's (void)x, which tells C compilers it is meant.
         return [*common, "-x", "cu", *gencode, "-Werror", "all-warnings", "--diag-suppress=550", "-Xcompiler",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fnmatch
 import json
 import os
@@ -78,8 +79,9 @@ def _compile(args: argparse.Namespace) -> int:
         raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
     if args.threads < 0:
         raise CliError("--threads must be >= 0")
-    if args.threads > 1 and args.target == "c":
-        raise CliError("--threads: a --target c package runs on one thread")
+    if args.threads > 1 and args.target in ("c", "cuda"):
+        raise CliError(f"--threads: a --target {args.target} build runs on one host thread")
+    archs = _cuda_archs(args)
     bounds: dict[str, int] = {}
     dims = tuple(sorted(("name", name, size) for name, size in parse_dims(args.dim, bounds).items()))
     _check_dim_names(args.model, [name for _, name, _ in dims] + list(bounds))
@@ -88,12 +90,16 @@ def _compile(args: argparse.Namespace) -> int:
         raise CliError("--dim NAME<=MAX needs --target c (an artifact for this machine takes any size)")
     # (threads 0: one per usable core, as an InferenceSession's default, so that the commands
     # that open the model later find this build in the cache)
-    threads = 1 if args.target == "c" else args.threads or usable_cores()
+    threads = 1 if args.target in ("c", "cuda") else args.threads or usable_cores()
     options = CompileOptions(optimization_level=args.opt_level, opt=args.cflags_opt,
                              march="" if args.portable or args.target == "c" else args.march, prefix=args.name,
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
                              dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights,
                              threads=threads)
+    if args.target == "cuda":
+        from .runtime import cuda
+        # (the options a session with the CUDA provider's defaults asks for: it finds this build)
+        options = dataclasses.replace(options, cuda_archs=archs, cuda_emulate=cuda.emulated())
     shown = not args.quiet and (args.progress or stderr_is_tty())
     progress = CompileProgress(sys.stderr if shown else None, live=stderr_is_tty())
     try:
@@ -121,6 +127,20 @@ def _compile(args: argparse.Namespace) -> int:
     _say(args, f"{how} {args.model} -> {args.output} in {took:.2f}s "
                f"({manifest['functions']} node functions, arena {human_size(manifest['arena_bytes'])})")
     return EXIT_OK
+
+
+def _cuda_archs(args: argparse.Namespace) -> tuple[str, ...]:
+    """--cuda-arch checked (with --target cuda only); without it the GPU's own architecture, or
+    sm_80 and sm_90 on a machine without one."""
+    from .runtime import cuda
+    if args.cuda_arch is None:
+        return cuda.archs(0)
+    if args.target != "cuda":
+        raise CliError("--cuda-arch needs --target cuda")
+    try:
+        return cuda.check_archs([a.strip() for a in args.cuda_arch.split(",") if a.strip()])
+    except ValueError as e:
+        raise CliError(f"--cuda-arch {args.cuda_arch!r}: {e}") from None
 
 
 def _copy_artifact(folder: str, output: str) -> dict[str, Any]:
@@ -680,7 +700,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_examples("onnxc compile model.onnx -o build/model",
                          "onnxc compile model.onnx -o build/model -O 1 --portable --quiet",
                          "onnxc compile model.onnx -o build/net --name net --cflags-opt -O2 --progress",
-                         "onnxc compile model.onnx --target c --name kws --dim batch=1 -o build/kws"))
+                         "onnxc compile model.onnx --target c --name kws --dim batch=1 -o build/kws",
+                         "onnxc compile model.onnx --target cuda --cuda-arch sm_80,sm_90 -o build/model-cuda"))
     p.add_argument("model", help="the .onnx model")
     p.add_argument("-o", "--output", default="build/model", help="artifact folder (default build/model)")
     p.add_argument("-O", "--opt-level", type=int, default=99, choices=(0, 1, 2, 99),
@@ -694,11 +715,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="model",
                    help="prefix of the generated C API symbols, and with --target c of the package's files "
                         "(default model)")
-    p.add_argument("--target", choices=("native", "c"), default="native",
+    p.add_argument("--target", choices=("native", "c", "cuda"), default="native",
                    help="native: a shared library for this machine (default); c: a freestanding C99 "
                         "source package (NAME.c, NAME.h, NAME_weights.c, NAME_demo.c, Makefile, "
                         "CMakeLists.txt, README.md) "
-                        "that allocates nothing, for microcontrollers and other targets")
+                        "that allocates nothing, for microcontrollers and other targets; cuda: the "
+                        "CUDAExecutionProvider's build, made by nvcc without a GPU, that a session with "
+                        "that provider loads without compiling")
+    p.add_argument("--cuda-arch", metavar="ARCHS",
+                   help="with --target cuda: the GPU architectures to build machine code for, comma-separated "
+                        "(default: this machine's GPU, else sm_80,sm_90); the newest one's PTX is included")
     p.add_argument("--weights", choices=("c", "bin"), default="c",
                    help="with --target c: the weights as constant arrays in NAME_weights.c (default), or as "
                         "NAME_weights.bin (little-endian) that the program loads and passes to NAME_init")

@@ -39,6 +39,9 @@ LIBRARY = "libmodel.so"
 WEIGHTS = "weights.bin"
 # A model with values of run-time rank: the artifact holds the model, compiled per input signature.
 SPECIALISED_MODEL = "model.onnx"
+# A CUDA build holds its model too (the caller's dims and initializers applied): where the build
+# cannot run (no GPU, one of another architecture), the session compiles it for what can.
+HELD_MODEL = "model.onnx"
 
 
 @dataclass
@@ -326,6 +329,10 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         "model_sha256": cache.model_digest(source),
         "source": os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else None,
     }
+    if cuda:
+        held = _load(source, options).SerializeToString()
+        _write_atomic(os.path.join(output_dir, HELD_MODEL), held)
+        manifest.update(model=HELD_MODEL, model_file_sha256=hashlib.sha256(held).hexdigest())
     manifest.update(emitted.extra)   # profile_nodes in profiling builds
     manifest["nodes"] = [{"name": n.name, "op": n.op_type, "domain": n.domain} for n in graph.nodes]
     if descs:  # the table the generated code indexes: which op of which library, in order

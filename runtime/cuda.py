@@ -12,9 +12,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import shutil
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 CUDA = "CUDAExecutionProvider"
 EMULATE_ENV = "ONNXC_CUDA_EMULATE"
@@ -68,6 +69,46 @@ def usable() -> bool:
     from ..codegen.toolchain import _nvcc
     nvcc = _nvcc()
     return device_count() > 0 and (os.path.isfile(nvcc) or shutil.which(nvcc) is not None)
+
+
+def runs_prebuilt() -> bool:
+    """Whether a CUDA build made elsewhere (``onnxc compile --target cuda``) can run here: a GPU
+    and its driver, no nvcc needed; or emulation, for an emulated build."""
+    return emulated() or device_count() > 0
+
+
+def _arch_version(arch: str) -> tuple[int, int, str]:
+    match = re.fullmatch(r"sm_(\d+)(\d)([a-z]?)", arch)
+    if match is None:
+        raise ValueError(f"{arch!r} is not a GPU architecture (sm_80, sm_90, sm_90a ...)")
+    return int(match.group(1)), int(match.group(2)), match.group(3)
+
+
+def check_archs(names: Sequence[str]) -> tuple[str, ...]:
+    """GPU architectures as nvcc names them (sm_80, sm_90 ...), checked; ValueError otherwise."""
+    for name in names:
+        _arch_version(name)
+    if not names:
+        raise ValueError("no GPU architecture given")
+    return tuple(names)
+
+
+def newest_arch(names: Sequence[str]) -> str:
+    """The architecture whose PTX a build carries besides each one's machine code."""
+    return max(names, key=_arch_version)
+
+
+def covers(built: Sequence[str], device: str) -> bool:
+    """Whether a build for the architectures ``built`` runs on a GPU of architecture ``device``:
+    machine code of the same major version and no newer minor one (an ``a`` architecture's only
+    on that GPU), or the PTX of the newest, which the driver compiles for any GPU at least as new."""
+    major, minor, suffix = _arch_version(device)
+    for name in built:
+        b_major, b_minor, b_suffix = _arch_version(name)
+        if b_major == major and (b_minor == minor if b_suffix else b_minor <= minor):
+            return True
+    p_major, p_minor, p_suffix = _arch_version(newest_arch(built))
+    return (p_major, p_minor) == (major, minor) if p_suffix else (p_major, p_minor) <= (major, minor)
 
 
 def archs(device: int = 0) -> tuple[str, ...]:

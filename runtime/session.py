@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..compiler import dtypes as dt
-from ..compiler.errors import CompileError, InvalidArgument, RuntimeFailure, UnsupportedError
+from ..compiler.errors import CompileError, InvalidArgument, ModelError, RuntimeFailure, UnsupportedError
 from ..driver import CompileOptions, compile_cached, optimize
 from . import cache, cuda, environment
 from .device import ON_DEVICE, DeviceArray
@@ -116,7 +116,10 @@ class InferenceSession:
         if int(so.execution_order) != 0:
             warnings.warn("execution_order: onnxc runs nodes in the graph's topological order (levels of "
                           "independent nodes together with ORT_PARALLEL); other orders are not offered", stacklevel=2)
-        self._providers, self._cuda = self._resolve_providers(providers, provider_options)
+        # (a CUDA build made by `onnxc compile --target cuda` runs wherever a GPU is, without nvcc)
+        prebuilt = _is_cuda_artifact(path_or_bytes) and cuda.runs_prebuilt()
+        self._asked_providers = bool(providers)
+        self._providers, self._cuda = self._resolve_providers(providers, provider_options, prebuilt or None)
         self._model_path = path_or_bytes if isinstance(path_or_bytes, (str, os.PathLike)) else None
         self._source = path_or_bytes
         self._pruned: dict[tuple[str, ...], CompiledModel | SpecialisingModel] = {}
@@ -157,17 +160,18 @@ class InferenceSession:
         if self._cuda is not None and self._sess_options.enable_profiling:
             warnings.warn("CUDAExecutionProvider: profiling runs the model on CPUExecutionProvider", stacklevel=3)
             self._providers, self._cuda = [CPU], None
-        path = self._model_path
+        path, source = self._model_path, self._source
+        folder: Optional[str] = None
         if path is not None and os.path.isdir(path):
             folder = os.fspath(path)
             cache.verify_artifact(folder)   # a library that fails its checksum is never loaded
             if read_manifest(folder).get("device") == "cuda":
-                self._providers, self._cuda = [cuda.CUDA, CPU], self._cuda or {}
+                folder, source = self._cuda_artifact(folder)
             else:
                 folder = self._build_for_options(folder)
-        else:
+        if folder is None:
             try:
-                folder = self._compile_cached(self._source, self._compile_options())
+                folder = self._compile_cached(source, self._compile_options())
             except (UnsupportedError, CompileError) as e:
                 if self._cuda is None:
                     raise
@@ -176,7 +180,7 @@ class InferenceSession:
                               "CPUExecutionProvider", stacklevel=3)
                 self._log.warning("CUDA build refused, running on the CPU: %s", e)
                 self._providers, self._cuda = [CPU], None
-                folder = self._compile_cached(self._source, self._compile_options())
+                folder = self._compile_cached(source, self._compile_options())
         self._model = self._open(folder)
         self._folder = folder
         limit = (self._cuda or {}).get("gpu_mem_limit", 0)
@@ -185,6 +189,55 @@ class InferenceSession:
             if need > limit:
                 raise RuntimeFailure(f"CUDAExecutionProvider: the model needs {need} bytes of device memory "
                                      f"(arena and weights), over gpu_mem_limit {limit}")
+
+    def _cuda_artifact(self, folder: str) -> tuple[Optional[str], Any]:
+        """A CUDA build's folder (``onnxc compile --target cuda``, here or on another machine):
+        ``(folder, None)`` to load it as built, without compiling, where it runs here; else
+        ``(None, model)``: the model it holds, to compile for what runs here (the CPU, or this
+        GPU where the build is for others) through the cache."""
+        manifest = read_manifest(folder)
+        specialise = bool(manifest.get("specialise"))   # (compiled per input signature, for the session)
+        if self._cuda is None and not self._asked_providers and (cuda.usable() if specialise
+                                                                 else cuda.runs_prebuilt()):
+            self._providers, self._cuda = [cuda.CUDA, CPU], {}   # (a CUDA build runs on its provider)
+        if specialise:
+            return folder, None
+        why = self._why_not_as_built(manifest) if self._cuda is not None else None
+        if self._cuda is not None and why is None:
+            return folder, None
+        held = manifest.get("model")
+        if not isinstance(held, str) or os.path.basename(held) != held:
+            raise ModelError(f"{folder!r} is a CUDA build that holds no model to compile for "
+                             f"{'this GPU' if self._cuda is not None else 'the CPU'}: compile the model again")
+        model = os.path.join(folder, held)
+        if cache.sha256_file(model) != manifest.get("model_file_sha256"):
+            raise ModelError(f"{folder!r} is a damaged onnxc artifact ({held} does not match its checksum): "
+                             "compile the model again")
+        if why is not None:
+            warnings.warn(f"{folder}: {why}: compiling the model it holds for this session's GPU", stacklevel=4)
+        else:
+            self._log.info("%s is a CUDA build and the session runs on the CPU: compiling the model it holds",
+                           folder)
+        return None, model
+
+    def _why_not_as_built(self, manifest: dict[str, Any]) -> Optional[str]:
+        """Why a CUDA build cannot run as built in this session (None: it can)."""
+        built = manifest.get("options", {})
+        if built.get("cuda_emulate"):
+            return None if cuda.emulated() else "built for the emulated CUDA runtime (ONNXC_CUDA_EMULATE=1)"
+        if cuda.emulated():
+            return "built by nvcc, and this session emulates the CUDA runtime (ONNXC_CUDA_EMULATE=1)"
+        asked = self._cuda or {}
+        device = int(asked.get("device_id", built.get("cuda_device", 0)))
+        if device != built.get("cuda_device", 0):
+            return f"built for device {built.get('cuda_device', 0)}, not {device}"
+        if "use_tf32" in asked and bool(asked["use_tf32"]) != bool(built.get("cuda_tf32", True)):
+            return f"built with use_tf32={int(bool(built.get('cuda_tf32', True)))}"
+        archs = tuple(built.get("cuda_archs") or ())
+        gpu = cuda.archs(device)
+        if device < cuda.device_count() and archs and not cuda.covers(archs, gpu[0]):
+            return f"built for {', '.join(archs)}, and GPU {device} is {gpu[0]}"
+        return None
 
     def _build_for_options(self, folder: str) -> str:
         """An artifact folder built with other options than the session's. Where the session
@@ -298,11 +351,12 @@ class InferenceSession:
         return folder
 
     @staticmethod
-    def _resolve_providers(providers: Optional[Sequence[Any]],
-                           provider_options: Optional[Sequence[dict]] = None) -> tuple[list[str], Optional[dict]]:
+    def _resolve_providers(providers: Optional[Sequence[Any]], provider_options: Optional[Sequence[dict]] = None,
+                           cuda_runs: Optional[bool] = None) -> tuple[list[str], Optional[dict]]:
         """The providers that run the session, and the CUDA provider's options when it is one
         of them. As onnxruntime: a provider may come with its options as a (name, dict) pair or
-        in ``provider_options``; one not available here warns, and the CPU provider runs."""
+        in ``provider_options``; one not available here warns, and the CPU provider runs.
+        ``cuda_runs``: whether the CUDA provider is available (default: whether it can build here)."""
         if not providers:
             return [CPU], None
         names = [p[0] if isinstance(p, (tuple, list)) else p for p in providers]
@@ -311,7 +365,7 @@ class InferenceSession:
             if len(provider_options) != len(names):
                 raise InvalidArgument("provider_options must have one dict per provider")
             given = [dict(o or {}) for o in provider_options]
-        available = get_available_providers()
+        available = [cuda.CUDA, CPU] if cuda_runs else get_available_providers()
         for name in names:
             if name not in available:
                 reason = " (no CUDA GPU, driver or nvcc on this machine)" if name == cuda.CUDA else ""
@@ -341,7 +395,9 @@ class InferenceSession:
                       provider_options: Optional[Sequence[dict]] = None) -> None:
         """As in onnxruntime: unknown providers warn; a change of device rebuilds the session's model."""
         before = (self._providers, self._cuda)
-        self._providers, self._cuda = self._resolve_providers(providers, provider_options)
+        prebuilt = _is_cuda_artifact(self._model_path) and cuda.runs_prebuilt()
+        self._asked_providers = bool(providers)
+        self._providers, self._cuda = self._resolve_providers(providers, provider_options, prebuilt or None)
         if (self._providers, self._cuda) != before:
             self._pruned.clear()
             self._load()
@@ -702,6 +758,16 @@ def _type_string(dtype: np.dtype) -> str:
 DECIDING_OPTIONS = ("threads", "inter_threads", "optimization_level", "disabled_passes", "dim_overrides",
                     "memory", "denormal_as_zero")
 _warned: set[tuple[str, str]] = set()
+
+
+def _is_cuda_artifact(path: Any) -> bool:
+    """Whether ``path`` is an artifact folder of a CUDA build."""
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(os.path.join(path, "manifest.json")):
+        return False
+    try:
+        return read_manifest(os.fspath(path)).get("device") == "cuda"
+    except (OSError, ValueError, ModelError):
+        return False
 
 
 def _asked_options(so: SessionOptions, disabled: Sequence[str]) -> set[str]:

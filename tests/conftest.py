@@ -20,7 +20,8 @@ def _private_cache(tmp_path_factory):
 # whole of it: `python -m pytest -m sanitize` (README, "Tests").
 HEAVY_SUITES = {
     "sanitize": "every conformance case under AddressSanitizer and UndefinedBehaviorSanitizer",
-    "cuda_emulated": "every conformance case through the CUDA build, emulated on the CPU",
+    "cuda_emulated": "every conformance case through the CUDA build, emulated on the CPU in forward, reverse or "
+                     "shuffled order, and every case's CUDA refusal against expected_cuda_refusals.txt",
     "nvcc": "every conformance case's CUDA source compiled by nvcc",
     "package_conformance": "every conformance case as a --target c package, built and run on the host",
     "fuzz": "a long campaign of mutated models",

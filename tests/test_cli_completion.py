@@ -54,13 +54,13 @@ def test_every_option_of_every_command(command: str, tmp_path: Path) -> None:
 
 
 def test_known_options(tmp_path: Path) -> None:
-    assert {"--target", "--dim", "--cflags-opt", "--portable", "-O"} <= bash_complete(["onnxc", "compile", "-"],
-                                                                                     tmp_path)
+    assert {"--target", "--cuda-arch", "--dim", "--cflags-opt", "--portable", "-O"} <= bash_complete(
+        ["onnxc", "compile", "-"], tmp_path)
     assert bash_complete(["onnxc", "verify", "--r"], tmp_path) == {"--rtol"}
 
 
 @pytest.mark.parametrize("words, values", [
-    (["onnxc", "compile", "m.onnx", "--target", ""], {"native", "c"}),
+    (["onnxc", "compile", "m.onnx", "--target", ""], {"native", "c", "cuda"}),
     (["onnxc", "compile", "-O", ""], {"0", "1", "2", "99"}),
     (["onnxc", "compile", "--weights", "b"], {"bin"}),
     (["onnxc", "run", "--log-level", "w"], {"warning"}),

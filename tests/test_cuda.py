@@ -383,16 +383,60 @@ def _cases(parts: int) -> list:
 @pytest.mark.conformance
 @pytest.mark.cuda_emulated
 @pytest.mark.parametrize("name", _cases(20))
-def test_conformance_case_on_emulated_cuda(name, tmp_path, emulated):
+def test_conformance_case_on_emulated_cuda(name, tmp_path, monkeypatch, emulated):
     """Each case through the CUDA build's source, run with the CUDA runtime emulated on the
-    CPU: a twentieth of them in CI, every one with `-m cuda_emulated`."""
+    CPU: a twentieth of them in CI, every one with `-m cuda_emulated`. Blocks and threads run
+    in the order the case's name picks (forward, reverse or shuffled): a kernel that depends on
+    the order fails some case. A case the CUDA build refuses must be listed, with the reason,
+    in expected_cuda_refusals.txt (it xfails), and a listed case that builds fails."""
     from conformance.cases import all_cases, run_case
     require_libraries_of(all_cases()[name].model)
+    from conformance.cuda import CUDA_REFUSALS, cuda_refusals
+    order = EMULATED_ORDERS[zlib.crc32(name.encode()) // 20 % len(EMULATED_ORDERS)]
+    monkeypatch.setenv("ONNXC_CUDA_EMULATE_ORDER", order)
+    monkeypatch.setenv("ONNXC_CUDA_EMULATE_SEED", str(zlib.crc32(name.encode())))
+    reason = cuda_refusals().get(name)
     try:
         # exact float32: the cases' tolerances are for it (TF32 GEMMs are tested on their own)
         run_case(all_cases()[name], str(tmp_path / "case"), target="cuda", cuda_emulate=True, cuda_tf32=False)
     except onnxc.UnsupportedError as e:
-        pytest.skip(f"not on the GPU: {str(e)[:160]}")
+        if reason is None:
+            pytest.fail(f"the CUDA build refuses {name}, which is not listed in {os.path.basename(CUDA_REFUSALS)}: "
+                        f"{str(e)[:300]}", pytrace=False)
+        pytest.xfail(f"not on the GPU: {reason}")
+    if reason is not None:
+        pytest.fail(f"the CUDA build takes {name} now but it is listed in {os.path.basename(CUDA_REFUSALS)} "
+                    f"({reason}): unlist it", pytrace=False)
+
+
+EMULATED_ORDERS = ("forward", "reverse", "shuffle")
+REFUSAL_CHUNKS = 8
+REFUSAL_CI_CHUNKS = (1,)   # an eighth of the cases in CI (about 20 s on one core); the nvcc chunk is another
+
+
+def _all_case_names() -> list[str]:
+    from conformance.cases import all_cases
+    return sorted(all_cases())
+
+
+@pytest.mark.conformance
+@pytest.mark.cuda_emulated
+@pytest.mark.parametrize("chunk", [pytest.param(c, marks=pytest.mark.ci_slice) if c in REFUSAL_CI_CHUNKS else c
+                                   for c in range(REFUSAL_CHUNKS)])
+def test_the_cases_the_cuda_build_refuses_are_pinned(chunk):
+    """Every case (those failing natively too), an eighth per test: the CUDA source is generated
+    (no nvcc), and the cases refused are exactly those expected_cuda_refusals.txt lists. A new
+    refusal fails here instead of becoming a silent fallback to the CPU; a listed case that
+    builds fails too (unlist it)."""
+    from conformance.cases import all_cases
+    from conformance.cuda import CUDA_REFUSALS, cuda_refusal, cuda_refusals
+    listed = cuda_refusals()
+    mine = _all_case_names()[chunk::REFUSAL_CHUNKS]
+    refused = {n: r for n in mine if (r := cuda_refusal(all_cases()[n])) is not None}
+    new = {n: r for n, r in refused.items() if n not in listed}
+    stale = sorted(n for n in mine if n in listed and n not in refused)
+    assert not new, f"the CUDA build refuses cases {os.path.basename(CUDA_REFUSALS)} does not list: {new}"
+    assert not stale, f"the CUDA build takes these listed cases now (unlist them): {stale}"
 
 
 NVCC_CHUNKS = 8
@@ -409,13 +453,16 @@ def test_conformance_cases_compile_with_nvcc(chunk, tmp_path, capsys):
     (an eighth of them per test, in one translation unit; one of the eight in CI, all eight
     with `-m nvcc`)."""
     from conformance.cases import all_cases
-    from conformance.cuda import cuda_sources, nvcc_compile
+    from conformance.cuda import CUDA_REFUSALS, cuda_refusals, cuda_sources, nvcc_compile
     mine = [all_cases()[n] for n in _passing_cases()[chunk::NVCC_CHUNKS]]
     for case in mine:
         require_libraries_of(case.model)
     if not mine and os.environ.get("ONNXC_CUDA_CASES"):
         pytest.skip("no case of this chunk matches ONNXC_CUDA_CASES")
     sources, refused = cuda_sources(mine)
+    listed = cuda_refusals()
+    new = {n: r for n, r in refused.items() if n not in listed}
+    assert not new, f"the CUDA build refuses cases {os.path.basename(CUDA_REFUSALS)} does not list: {new}"
     if not sources and os.environ.get("ONNXC_CUDA_CASES"):
         pytest.skip("the CUDA build refuses every case of this chunk that ONNXC_CUDA_CASES selects")
     assert sources

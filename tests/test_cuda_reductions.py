@@ -1,6 +1,6 @@
 """Parallel CUDA kernels of reductions and normalizations (templates/cuda/reduce, arg_reduce,
 softmax, normalization, global_pool, lp_norm, batch_norm and cumulative .cu.j2) on the emulated
-CUDA build: sizes that take several blocks, results compared with onnxruntime (with the C build
+CUDA build: sizes that take several blocks, results compared with onnxruntime (with numpy
 where onnxc follows its own NaN rules), and the generated source checked to launch each node
 in parallel: a block per row (a sync launch) or a grid of threads, not one thread.
 """
@@ -62,7 +62,7 @@ def test_reductions_over_contiguous_rows_take_a_block_per_row():
     x[2, ::3] *= -1
     nodes = [reduce_node(op, "x", "last", 0, op) for op in REDUCE_OPS]
     outputs = [(op, TP.FLOAT, ["N"]) for op in REDUCE_OPS]
-    # integers wrap around like the C build (int32 sums of large values)
+    # integers wrap around (int32 sums of large values), as onnxruntime's do
     xi = np.random.default_rng(1).integers(-2**30, 2**30, (3, 257)).astype(np.int32)
     int_ops = ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceL1"]
     nodes += [reduce_node(op, "xi", "last", 1, "int_" + op) for op in int_ops]

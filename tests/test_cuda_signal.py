@@ -97,7 +97,7 @@ def test_windows_take_a_thread_per_element():
 
 def test_mel_weight_matrix_takes_a_thread_per_element():
     """MelWeightMatrix from constants (float32), from graph inputs (float64, the dims computed
-    on the host), and edges past the spectrum failing as in the C build."""
+    on the host), and edges past the spectrum failing the run."""
     nodes = [helper.make_node("MelWeightMatrix", ["bins", "len", "rate", "lo", "hi"], ["mel"], name="Mel"),
              helper.make_node("MelWeightMatrix", ["r_bins", "r_len", "r_rate", "r_lo", "r_hi"], ["mel64"],
                               name="MelRun", output_datatype=TP.DOUBLE)]
@@ -111,15 +111,10 @@ def test_mel_weight_matrix_takes_a_thread_per_element():
              "r_bins": np.array(33, np.int64), "r_len": np.array(300, np.int64), "r_rate": np.array(8000, np.int64),
              "r_lo": np.array(0.0, np.float32), "r_hi": np.array(4000.0, np.float32)}
     sess = check(model, feeds, {"Mel": "grid", "MelRun": "grid"})
-    c_build = onnxc.InferenceSession(model.SerializeToString())
     # far above the Nyquist frequency (4000), and just enough that only the last filter ends past it
     for hi in (9000.0, 4315.0):
-        bad = {**feeds, "r_hi": np.array(hi, np.float32)}
-        with pytest.raises(Exception, match="filter edge outside the spectrum") as c_error:
-            c_build.run(None, bad)
-        with pytest.raises(Exception, match="filter edge outside the spectrum") as cuda_error:
-            sess.run(None, bad)
-        assert str(c_error.value) == str(cuda_error.value)
+        with pytest.raises(onnxc.RuntimeFailure, match="MelWeightMatrix: filter edge outside the spectrum"):
+            sess.run(None, {**feeds, "r_hi": np.array(hi, np.float32)})
     check(model, feeds, {}, sess=sess)   # a failed run leaves the session working
 
 

@@ -13,13 +13,70 @@ import re
 import subprocess
 from typing import Any, Sequence
 
+CUDA_REFUSALS = os.path.join(os.path.dirname(__file__), "expected_cuda_refusals.txt")
+
+
+def cuda_refusals() -> dict[str, str]:
+    """case name -> why the CUDA build refuses it, from expected_cuda_refusals.txt."""
+    from .cases import read_expected_failures
+    return read_expected_failures(CUDA_REFUSALS)
+
+
+def cuda_refusal(case: Any) -> str | None:
+    """Why the CUDA build refuses the case (onnxc.UnsupportedError's message, one line), or
+    None. A model of run-time ranks is compiled for its first data set's input signature, as a
+    session compiles it (runtime/specialise.py): the dims of its inputs, then also the values
+    of its small integer inputs."""
+    from onnxc.compiler.errors import RankKnownAtRunTime, ShapeError, UnsupportedError
+    from onnxc.driver import CompileOptions, generate_source
+
+    def generate(**signature: Any) -> None:
+        generate_source(case.model, CompileOptions(target="cuda", prefix="case", **signature),
+                        command=f"onnxc compile {case.name}")
+    try:
+        try:
+            generate()
+        except RankKnownAtRunTime:
+            shapes, values = _signature(case)
+            try:
+                generate(input_shapes=shapes)
+            except (RankKnownAtRunTime, ShapeError):
+                generate(input_shapes=shapes, input_values=values)
+    except UnsupportedError as e:
+        return " ".join(str(e).split())[:240]
+    return None
+
+
+def _signature(case: Any) -> tuple[tuple, tuple]:
+    """The input signature of the case's first data set: (name, dims) of each tensor input, and
+    (name, dtype, dims, elements) of each integer input of at most 16 elements."""
+    import numpy as np
+
+    from onnxc.compiler import dtypes as dt
+    from .cases import _as_array
+    initializers = {i.name for i in case.model.graph.initializer}
+    names = [i.name for i in case.model.graph.input if i.name not in initializers]
+    shapes, values = [], []
+    for name, value in zip(names, case.data_sets[0][0]):
+        value = _as_array(value)
+        if value is None or isinstance(value, list):
+            continue
+        array = np.asarray(value)
+        shapes.append((name, tuple(int(d) for d in array.shape)))
+        if array.dtype.kind in "biu" and array.size <= 16:
+            values.append((name, dt.from_numpy(array.dtype).name, tuple(int(d) for d in array.shape),
+                           tuple(int(x) for x in array.reshape(-1))))
+    return tuple(shapes), tuple(values)
+
+
 # what every case's source includes, once, before the namespaces (their own includes are then no-ops)
 _HEADERS = ["cuda_fp16.h", "cuda_runtime.h", "mma.h", "functional", "math.h", "mutex", "stddef.h", "stdint.h", "stdlib.h", "string.h", "vector"]
 
 
 def cuda_sources(cases: Sequence[Any]) -> tuple[list[str], dict[str, str]]:
     """The CUDA translation unit of each case that the CUDA build takes, and the reason of
-    each it refuses (onnxc.UnsupportedError)."""
+    each it refuses (onnxc.UnsupportedError; a model of run-time ranks, compiled per input
+    signature, has none to compile here)."""
     import onnxc
     from onnxc.driver import CompileOptions, generate_source
     sources, refused = [], {}
@@ -27,6 +84,8 @@ def cuda_sources(cases: Sequence[Any]) -> tuple[list[str], dict[str, str]]:
         try:
             sources.append(generate_source(case.model, CompileOptions(target="cuda", prefix=f"case{i}"),
                                            command=f"onnxc compile {case.name}").source)
+        except onnxc.compiler.errors.RankKnownAtRunTime:
+            continue
         except onnxc.UnsupportedError as e:
             refused[case.name] = str(e)
     return sources, refused
