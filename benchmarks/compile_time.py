@@ -40,7 +40,8 @@ def compile_once(path: str, one_unit: bool, threads: int) -> dict[str, Any]:
     def on_stage(stage: str, info: dict[str, Any]) -> None:
         now = time.perf_counter()
         if stage == "compile":
-            built.append(info["cpu"])
+            if info["cpu"] > 0:   # (0: a helper object the cache had)
+                built.append(info["cpu"])
             seconds["C compile"] = now - last["mark"]   # (from the end of codegen: wall time)
             return
         if stage == "codegen":
