@@ -173,7 +173,7 @@ class CEmitter:
             "prefix": self.opt.prefix,
             "consts": consts,
             "helpers": [render(h, {**helper_data, "declare_only": h in shared}) for h in helpers],
-            "helper_objects": self.opt.helper_objects,
+            "helper_objects": bool(shared),
             "functions": unit.functions,
             "run": body,
             "arena_planned": memory.aligned(body["arena"]),

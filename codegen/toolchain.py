@@ -21,7 +21,7 @@ WARNINGS = ["-Wall", "-Wextra", "-Werror"]
 # The optimization of a model's own units when the build asks for -O3: its node functions are
 # small loops whose run time -O3 barely changes, while -O3 takes four times -O2's compile time
 # on them (benchmarks/README.md, Compile time); the hot helpers (helper objects) keep -O3.
-UNIT_OPT = {"-O3": "-O2"}
+UNIT_OPT: dict[str, tuple[str, ...]] = {"-O3": ("-O2",)}
 
 
 @dataclass
@@ -31,15 +31,15 @@ class Toolchain:
     march: str = "native"
     extra: list[str] = field(default_factory=list)
 
-    def flags(self, opt: Optional[str] = None) -> list[str]:
-        """The compiler's flags, at ``opt`` (default: the build's optimization, ``self.opt``)."""
+    def flags(self, opt: Sequence[str] = ()) -> list[str]:
+        """The compiler's flags, with the optimization flags ``opt`` (default: the build's, ``self.opt``)."""
         # -fno-math-errno and -fno-trapping-math change no value: they let math calls become
         # instructions and float selects (clamps, NaN checks) become vector blends, so loops
         # over onnxc_expf / onnxc_tanhf / onnxc_erff vectorize. -ffp-contract=fast (the
         # default of GNU C, off under -std=c11) lets a * b + c be one fused multiply-add where
         # the target has one, as onnxruntime's kernels compute: polynomials and epilogues take
         # fewer instructions and round once.
-        flags = [opt or self.opt, "-std=c11", *WARNINGS, "-fPIC", "-shared", "-fvisibility=hidden",
+        flags = [*(opt or [self.opt]), "-std=c11", *WARNINGS, "-fPIC", "-shared", "-fvisibility=hidden",
                  "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=fast"]
         if self.march:
             flags.append(f"-march={self.march}")
@@ -53,7 +53,7 @@ class Toolchain:
 
     def unit_flags(self) -> list[str]:
         """The flags of the model's own units (helper objects are built with ``flags()``)."""
-        return self.flags(UNIT_OPT.get(self.opt, self.opt))
+        return self.flags(UNIT_OPT.get(self.opt, ()))
 
     def simd(self) -> str:
         """The float32 SIMD family the generated code compiles to for this target (see
