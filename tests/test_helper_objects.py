@@ -24,7 +24,7 @@ import onnxc
 from helpers import make_model
 from onnxc import driver
 from onnxc.codegen import helper_objects
-from onnxc.codegen.toolchain import Toolchain
+from onnxc.codegen.toolchain import Toolchain, target_macros
 from onnxc.runtime import cache, object_cache
 
 SOURCE = "int onnxc_answer(void) { return 42; }\n"
@@ -269,3 +269,15 @@ def test_every_shared_helper_unit_names_its_file():
     assert helper_objects.unit_name("c/helpers/gemm.c.j2") == "helpers_gemm.c"
     assert {helper_objects.unit_name(h) for h in helper_objects.SHARED} == {
         "helpers_gemm.c", "helpers_winograd_f2.c", "helpers_winograd_f4.c"}
+
+
+def test_units_get_o2_with_the_vectorizer_of_o3_and_helper_objects_o3():
+    toolchain = Toolchain()
+    if "__clang__" in target_macros(toolchain.cc, ()):   # (the units' flags are GCC's)
+        assert toolchain.unit_flags() == toolchain.flags()
+        return
+    assert toolchain.flags()[0] == "-O3"
+    assert toolchain.unit_flags()[:2] == ["-O2", "-fvect-cost-model=dynamic"]
+    assert toolchain.unit_flags()[2:] == toolchain.flags()[1:]
+    assert "units=-O2 -fvect-cost-model=dynamic" in toolchain.identity()   # (part of the artifact key)
+    assert Toolchain(opt="-O1").unit_flags() == Toolchain(opt="-O1").flags()
