@@ -72,7 +72,7 @@ class Toolchain:
         """What goes into the cache key: compiler version, flags (the helper objects' and the
         model's units') and the CPU features they resolve to (``-march=native`` builds differ
         from one CPU to the next)."""
-        return (f"{self.object_identity()}|units={' '.join(self.unit_flags())}")
+        return f"{self.object_identity()}|units={' '.join(self.unit_flags())}"
 
     def object_identity(self) -> str:
         """What a helper object's cache key holds besides its source: compiler version, the

@@ -281,3 +281,14 @@ def test_units_get_o2_with_the_vectorizer_of_o3_and_helper_objects_o3():
     assert toolchain.unit_flags()[2:] == toolchain.flags()[1:]
     assert "units=-O2 -fvect-cost-model=dynamic" in toolchain.identity()   # (part of the artifact key)
     assert Toolchain(opt="-O1").unit_flags() == Toolchain(opt="-O1").flags()
+
+
+def test_clearing_the_cache_removes_helper_objects_by_age(cache_dir, builds):
+    path = get(SOURCE, builds)
+    cache.clear(older_than=3600.0)
+    assert os.path.isfile(path)
+    cache.clear(older_than=0.0)
+    assert not os.path.exists(entry_of(path))
+    get(SOURCE, builds)
+    cache.clear()
+    assert not os.path.exists(cache_dir / object_cache.OBJECTS)
