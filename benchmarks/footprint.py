@@ -3,6 +3,7 @@ bytes for a few models of the sizes microcontrollers run.
 
     python -m onnxc.benchmarks.footprint            # prints a Markdown table
     python -m onnxc.benchmarks.footprint --json build/footprint.json
+    python -m onnxc.benchmarks.footprint --tflm     # and TensorFlow Lite Micro next to onnxc
 
 Each model's package (``--name net``) is written to a temporary folder; net.c and net_weights.c
 are compiled with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
@@ -12,6 +13,12 @@ weights are net_weights.o's (constant data, in flash), the arena is the header's
 instructions of one inference are counted on QEMU's emulated boards (onnxc.benchmarks.mcu): the
 package's example program as Cortex-M4F firmware on mps2-an386, and as Cortex-M0+ code
 (ARMv6-M, soft float) on mps2-an385, both -Os.
+
+With ``--tflm`` a second table puts TensorFlow Lite Micro next to onnxc: the same models as
+.tflite flatbuffers, run by the ``tflite-micro`` package's interpreter (onnxc.benchmarks.tflm,
+``pip install onnxc[bench]``), for its model and arena bytes; with ``--tflm-source DIR`` (a TFLM
+source tree) also TFLM built as firmware for the same boards (onnxc.benchmarks.tflm_firmware),
+for its code, arena and instructions per inference.
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from . import mcu
+from . import mcu, tflm
 from .builder import GraphBuilder
 from .models import mlp, tiny_cnn
 
@@ -104,7 +111,7 @@ def measure(name: str, model: onnx.ModelProto, workdir: str) -> dict[str, Any]:
     folder = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_"))
     info = compile_model(model, folder, CompileOptions(target="c", prefix="net"), command="onnxc compile --target c")
     row: dict[str, Any] = {"model": name, "arena_bytes": info["arena_bytes"], "weights_bytes": info["weights_bytes"],
-                           "host_code_bytes": info["code_bytes"]}
+                           "host_code_bytes": info["code_bytes"], "io_bytes": io_bytes(model)}
     if shutil.which(CROSS) is None:
         row["m4"] = f"{CROSS} not found"
         return row
@@ -119,6 +126,31 @@ def measure(name: str, model: onnx.ModelProto, workdir: str) -> dict[str, Any]:
     row["m4_weights_bytes"] = sum(sizes["net_weights.c"][:2])
     row.update(instructions(model, folder))
     return row
+
+
+def io_bytes(model: onnx.ModelProto) -> int:
+    """Bytes of the model's inputs and outputs: the caller's buffers in a package, arena in TFLM."""
+    init = {t.name for t in model.graph.initializer}
+    total = 0
+    for value in [*model.graph.input, *model.graph.output]:
+        if value.name not in init:
+            tensor = value.type.tensor_type
+            count = int(np.prod([d.dim_value for d in tensor.shape.dim]))
+            total += count * onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
+    return total
+
+
+def tflm_row(model: onnx.ModelProto, source: str | None = None, workdir: str = "",
+             library_dir: str = "") -> dict[str, Any]:
+    """TensorFlow Lite Micro's measurements of ``model``, or why there are none; with a TFLM
+    ``source`` tree, also on the emulated boards (firmware in ``workdir``, TFLM's objects in
+    ``library_dir``)."""
+    try:
+        return tflm.measure(model, source, workdir, library_dir)
+    except ModuleNotFoundError as e:
+        return {"tflm": f"needs {e.name} (pip install onnxc[bench])"}
+    except Exception as e:  # TFLM's failure on one model is a cell of its row
+        return {"tflm": f"failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}"}
 
 
 def instructions(model: onnx.ModelProto, folder: str) -> dict[str, Any]:
@@ -162,9 +194,51 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "**no**"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def tflm_table(rows: list[dict[str, Any]]) -> str:
+    """onnxc next to TFLM: RAM and flash; where TFLM was built for the boards, instructions too."""
+    lines = ["| model | onnxc arena | onnxc arena + inputs and outputs | TFLM arena, Cortex-M4F | TFLM arena, x86-64 "
+             "| onnxc weights | onnxc code, Cortex-M4 | TFLM model | TFLM code, Cortex-M4F | TFLM matches onnxruntime |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['error']} |" + " |" * 9)
+            continue
+        why = r.get("tflm", "n/a")
+        board = r.get("tflm_cortex-m4f", "not built")
+        cells = [r["arena_bytes"], r["arena_bytes"] + r["io_bytes"], r.get("tflm_cortex-m4f_arena_bytes", board),
+                 r.get("tflm_arena_bytes", why), r["weights_bytes"], r.get("m4_code_bytes", r.get("m4", "n/a")),
+                 r.get("tflm_model_bytes", why), r.get("tflm_cortex-m4f_code_bytes", board),
+                 r.get("tflm_matches_onnxruntime", why)]
+        lines.append(f"| {r['model']} | " + " | ".join(_cell(c) for c in cells) + " |")
+    if not any("tflm_cortex-m4f_instructions" in r or "tflm_cortex-m0plus_instructions" in r for r in rows):
+        return "\n".join(lines)
+    lines += ["", "| model | onnxc, Cortex-M4F | TFLM, Cortex-M4F | onnxc, Cortex-M0+ | TFLM, Cortex-M0+ "
+              "| TFLM on the boards = TFLM on this host |", "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if "error" in r:
+            continue
+        cells = [r.get(f"{who}{board}_instructions", r.get(f"tflm_{board}", "n/a") if who else "n/a")
+                 for board in mcu.BOARDS for who in ("", "tflm_")]
+        same = all(r.get(f"tflm_{board}_matches_host") is True for board in mcu.BOARDS)
+        lines.append(f"| {r['model']} | " + " | ".join(_cell(c) for c in cells) + f" | {_cell(same)} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m onnxc.benchmarks.footprint", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--tflm", action="store_true",
+                        help="also measure TensorFlow Lite Micro on the same models (needs tflite-micro)")
+    parser.add_argument("--tflm-source", metavar="DIR",
+                        help="with --tflm: a TFLM source tree with its third-party downloads, built for the boards")
+    parser.add_argument("--tflm-build", metavar="DIR",
+                        help="where TFLM's objects are kept between runs (default: a temporary folder)")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="onnxc-footprint-") as workdir:
@@ -174,10 +248,20 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"model": name, "error": "needs onnxruntime (its quantizer)"})
                 continue
             try:
-                rows.append(measure(name, model, workdir))
+                row = measure(name, model, workdir)
             except Exception as e:  # one model's failure is a row, not the end of the table
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
+                continue
+            if args.tflm:
+                firmware_dir = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_"), "tflm")
+                os.makedirs(firmware_dir, exist_ok=True)
+                row.update(tflm_row(model, args.tflm_source, firmware_dir,
+                                    args.tflm_build or os.path.join(workdir, "tflm_objects")))
+            rows.append(row)
     print(table(rows))
+    if args.tflm:
+        print()
+        print(tflm_table(rows))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:

@@ -81,6 +81,8 @@ class CModel:
     # node functions are split over units that compile in parallel, model_common.h and
     # model_nodes_*.c (codegen/units.py).
     units: dict[str, str] = field(default_factory=dict)
+    # System libraries the library links (codegen/system_libraries.py) -> the op that needs it
+    libraries: dict[str, str] = field(default_factory=dict)
     # Native builds: the units of the shared helpers the library links as objects, by file name
     # (helpers_<name>.c, helper_objects.py); the model's units only declare what they define.
     helper_units: dict[str, str] = field(default_factory=dict)
@@ -107,6 +109,7 @@ class _Unit:
         self.weights = bytearray()
         self.functions: list[dict[str, Any]] = []
         self.helpers: list[str] = []
+        self.libraries: dict[str, str] = {}  # system libraries the helpers call -> the op that needs it
         self.scratch_bytes = 0
         self.referenced: set[str] = set()
         self.uses_sequences = False
@@ -216,7 +219,8 @@ class CEmitter:
             **helper_data, "version": data["banner"]["version"], "threads": data["threads"],
             "pool_threads": data["pool_threads"]}) if shared else {}
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
-                      inputs, outputs, functions, extra, units=units, helper_units=helper_units)
+                      inputs, outputs, functions, extra, units=units, libraries=dict(unit.libraries),
+                      helper_units=helper_units)
 
     def _emit_embedded(self, data: dict[str, Any], inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
                        functions: int) -> CModel:
@@ -607,6 +611,8 @@ class CEmitter:
         for helper in kernel.helpers:
             if helper not in self.unit.helpers:
                 self.unit.helpers.append(helper)
+        for library in kernel.libraries:
+            self.unit.libraries.setdefault(library, node.op_type)
         scratch = [(params(name, "scratch_"), size) for name, size in kernel.scratch.items()]
         body, launch = self._render_kernel(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]},
                                            node)

@@ -92,6 +92,8 @@ class Target:
     # Quantized kernels (QLinearConv, QLinearMatMul, QGemm) in integer arithmetic only, reading
     # int8 weights in place without converted copies: no float unit needed (``--target c``).
     integer_only: bool = False
+    # The build may link the system's libraries (image codecs): not a freestanding package.
+    system_libraries: bool = True
 
 
 @dataclass
@@ -109,6 +111,9 @@ class Kernel:
     # Constants the lowering derived from constant inputs (e.g. packed weights): parameter
     # name -> array; they go to the weights like initializers.
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    # System libraries the helpers call (names in codegen/system_libraries.py): linked into
+    # this model's library only.
+    libraries: list[str] = field(default_factory=list)
 
 
 class KernelContext:

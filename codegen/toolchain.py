@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 from ..compiler.errors import CompileError
+from .system_libraries import library_flags
 
 # Warnings are bugs in generated code, so they fail the build.
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
@@ -89,15 +90,19 @@ class Toolchain:
         return cpu[0]
 
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
-                     on_unit: Optional[UnitCallback] = None, helpers: Sequence[HelperObject] = ()) -> None:
+                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None,
+                     helpers: Sequence[HelperObject] = ()) -> None:
         """Builds the shared library ``output`` from C translation units and helper objects:
         one unit without helpers in one command; else the units compiled to objects, ``jobs``
-        at a time with the helper objects the cache lacks, then linked."""
+        at a time with the helper objects the cache lacks, then linked. ``libraries``: the
+        system libraries the code calls (codegen/system_libraries.py) -> the op that needs it."""
         if shutil.which(self.cc) is None:
             raise CompileError(f"C compiler {self.cc!r} not found (set CC)")
-        flags = self.unit_flags()
+        include, link = library_flags(self.cc, libraries or {})
+        flags = self.unit_flags() + include
+        link.append("-lm")
         if len(sources) == 1 and not helpers:
-            _run_units([([self.cc, *flags, sources[0], "-o", output, "-lm"], sources[0])], 1, on_unit)
+            _run_units([([self.cc, *flags, sources[0], "-o", output, *link], sources[0])], 1, on_unit)
             return
         with tempfile.TemporaryDirectory(prefix=".objects-", dir=os.path.dirname(output) or ".") as folder:
             units = [os.path.join(folder, f"{k}.o") for k in range(len(sources))]
@@ -105,7 +110,7 @@ class Toolchain:
             order = sorted(range(len(sources)), key=lambda k: -os.path.getsize(sources[k]))
             objects = _run_units([([self.cc, *flags, "-c", sources[k], "-o", units[k]], sources[k]) for k in order],
                                  jobs, on_unit, helpers)
-            _run_units([([self.cc, *flags, *units, *objects, "-o", output, "-lm"], "")], 1, None)
+            _run_units([([self.cc, *flags, *units, *objects, "-o", output, *link], "")], 1, None)
 
 
 @dataclass
@@ -283,15 +288,18 @@ class CudaToolchain:
         return ["-O0", "-Xcicc", "-O0", "-Xptxas", "-O0", *flags, "-c"]
 
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
-                     on_unit: Optional[UnitCallback] = None, helpers: Sequence[HelperObject] = ()) -> None:
+                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None,
+                     helpers: Sequence[HelperObject] = ()) -> None:
         """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split and
-        keeps its helpers in it: ``helpers`` is empty)."""
+        keeps its helpers in it: ``helpers`` is empty); ``libraries`` as for
+        :meth:`Toolchain.build_shared` (host code calls them)."""
         [source] = sources
         if helpers:
             raise ValueError("CUDA builds link no helper objects")
         compiler = self.cxx if self.emulate else self.nvcc
+        include, link = library_flags(self.cxx, libraries or {})
         start, cpu = time.perf_counter(), _children_cpu()
-        self._run([compiler, *self.flags(), source, "-o", output, "-lm"])
+        self._run([compiler, *self.flags(), *include, source, "-o", output, *link, "-lm"])
         if on_unit is not None:
             on_unit(os.path.basename(source), 1, time.perf_counter() - start, _children_cpu() - cpu)
 

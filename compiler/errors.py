@@ -44,7 +44,8 @@ class ShapeError(ModelError):
 
 
 class CompileError(OnnxcError, ort_status.Fail, RuntimeError):
-    """The C toolchain failed on generated code (a bug in onnxc)."""
+    """The C toolchain failed on generated code (a bug in onnxc), or lacks a system library
+    the model's operators link (named in the message)."""
 
 
 class InvalidArgument(OnnxcError, ort_status.InvalidArgument, ValueError):

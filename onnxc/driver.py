@@ -274,7 +274,8 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                     # (not in a package: its transformed filters take 1.8-4x the weights' memory)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
                     and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
-                    threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded)
+                    threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded,
+                    system_libraries=not embedded)
     emitter = CudaEmitter if cuda else CEmitter
     extra: dict[str, Any] = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
     emitted = emitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
@@ -307,7 +308,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                    object_cache.helper_object, text, toolchain.object_identity(), toolchain.build_object))
                for name, text in emitted.helper_units.items()]
     toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
-                           jobs=usable_cores(), on_unit=unit_built, helpers=helpers)
+                           jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers)
     stages.done("link")
     os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
     manifest = {

@@ -136,12 +136,13 @@ def test_is_compatible():
     assert backend.is_compatible(model.SerializeToString())
     assert not backend.is_compatible(model, device="CUDA")
     # an op onnxc does not implement, inside an If branch
-    then = helper.make_graph([helper.make_node("ImageDecoder", ["x"], ["r"])], "then", [],
+    then = helper.make_graph([helper.make_node("Frobnicate", ["x"], ["r"], domain="com.example")], "then", [],
                              [helper.make_tensor_value_info("r", T.FLOAT, [2])])
     other = helper.make_graph([helper.make_node("Identity", ["x"], ["r2"])], "else", [],
                               [helper.make_tensor_value_info("r2", T.FLOAT, [2])])
     nested = make_model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
-                        [("c", T.BOOL, []), ("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])])
+                        [("c", T.BOOL, []), ("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])],
+                        extra_opsets={"com.example": 1})
     assert not backend.is_compatible(nested)
     # an opset the op is not implemented for (BatchNormalization before opset 7)
     old = make_model([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.cases import all_cases, expected_failures, run_listed_case
+from tools import require_libraries_of
 
 CASES = sorted(all_cases())
 EXPECTED = expected_failures()
@@ -21,4 +22,5 @@ def test_expected_failures_name_real_cases():
 @pytest.mark.conformance
 @pytest.mark.parametrize("name", CASES)
 def test_node_case(name, tmp_path):
+    require_libraries_of(all_cases()[name].model)
     run_listed_case(name, all_cases()[name], str(tmp_path / "artifact"), EXPECTED.get(name), "expected_failures.txt")

@@ -22,7 +22,7 @@ from onnx import helper, numpy_helper
 import onnxc
 from helpers import cuda_launches as launches
 from helpers import make_model, run_ort
-from tools import requires
+from tools import require_libraries_of, requires
 from onnxc.runtime import cuda
 
 CUDA = "CUDAExecutionProvider"
@@ -387,6 +387,7 @@ def test_conformance_case_on_emulated_cuda(name, tmp_path, emulated):
     """Each case through the CUDA build's source, run with the CUDA runtime emulated on the
     CPU: a twentieth of them in CI, every one with `-m cuda_emulated`."""
     from conformance.cases import all_cases, run_case
+    require_libraries_of(all_cases()[name].model)
     try:
         # exact float32: the cases' tolerances are for it (TF32 GEMMs are tested on their own)
         run_case(all_cases()[name], str(tmp_path / "case"), target="cuda", cuda_emulate=True, cuda_tf32=False)
@@ -410,6 +411,8 @@ def test_conformance_cases_compile_with_nvcc(chunk, tmp_path, capsys):
     from conformance.cases import all_cases
     from conformance.cuda import cuda_sources, nvcc_compile
     mine = [all_cases()[n] for n in _passing_cases()[chunk::NVCC_CHUNKS]]
+    for case in mine:
+        require_libraries_of(case.model)
     if not mine and os.environ.get("ONNXC_CUDA_CASES"):
         pytest.skip("no case of this chunk matches ONNXC_CUDA_CASES")
     sources, refused = cuda_sources(mine)

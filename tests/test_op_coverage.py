@@ -14,9 +14,7 @@ from onnxc.compiler.ops.registry import supported_ops
 
 DOMAINS = {"": "ai.onnx", "ai.onnx": "ai.onnx", "ai.onnx.ml": "ai.onnx.ml"}
 
-NOT_YET_SUPPORTED: dict[tuple[str, str, int], str] = {
-    ("ai.onnx", "ImageDecoder", 20): "decoding JPEG, PNG, BMP, TIFF, WebP... needs image codecs the generated C does not have",
-}
+NOT_YET_SUPPORTED: dict[tuple[str, str, int], str] = {}
 
 
 def schema_versions() -> set[tuple[str, str, int]]:

@@ -115,7 +115,7 @@ def run_installed(env_dir: Path, workdir: Path, *command: str) -> subprocess.Com
 def test_wheel_holds_every_module_template_and_py_typed(dists: dict[str, Path]) -> None:
     names = set(zipfile.ZipFile(dists["wheel"]).namelist())
     files = source_files("templates", "*.j2", "*.h") + ["onnxc/py.typed"]
-    files += source_files("benchmarks/firmware", "*.c", "*.ld")   # firmware of the emulated boards (benchmarks/mcu.py)
+    files += source_files("benchmarks/firmware", "*.c", "*.cc", "*.ld")   # firmware of the emulated boards (benchmarks/mcu.py)
     files += [name for folder in PACKAGE_FOLDERS for name in source_files(folder, "*.py")]
     assert len(source_files("templates", "*.j2")) > 100   # the glob sees the templates
     assert sorted({in_package(f) for f in files} - names) == []

@@ -103,6 +103,95 @@ def test_an_out_of_bounds_write_is_reported(tmp_path):
     assert proc.returncode == 97 and "heap-buffer-overflow" in proc.stderr
 
 
+# --- real models and a contrib-op model -------------------------------------------------------
+
+# The child: compiles one model for 2 threads (the thread pool runs too) with the sanitizers and
+# runs it on the parent's feeds, comparing with the parent's onnxruntime outputs.
+MODEL_CHILD = textwrap.dedent("""
+    import sys, numpy as np, onnxc
+    from onnxc.driver import CompileOptions
+    model, feeds, expected, out = sys.argv[1:5]
+    onnxc.compile_model(model, out, CompileOptions(opt="-O1", threads=2, extra_cflags={sanitize!r}))
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = onnxc.InferenceSession(out, so)
+    feeds, expected = np.load(feeds), np.load(expected)
+    for i in range(len({{k.split("/")[0] for k in feeds.files}})):
+        feed = {{k.split("/", 1)[1]: feeds[k] for k in feeds.files if k.split("/")[0] == str(i)}}
+        for j, got in enumerate(sess.run(None, feed)):
+            want = expected[f"{{i}}/{{j}}"]
+            if want.dtype.kind in "biu":
+                np.testing.assert_array_equal(got, want)
+            else:
+                scale = float(np.max(np.abs(want))) if want.size else 1.0
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * scale)
+    print("clean:", len({{k.split("/")[0] for k in feeds.files}}), "feeds", flush=True)
+""")
+
+# Real models as their projects ship them on PyPI (tests/test_third_party.py runs them against
+# onnxruntime uninstrumented), and onnxruntime's transformer optimizer's BERT (com.microsoft
+# EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu).
+REAL_MODELS = {
+    "ppocr_cls": (("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
+                  lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 192)}, {"x": inputs.text_line(rng, 2, 48, 96)}]),
+    "ppocr_v4_rec": (("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"),
+                     lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 160)}]),
+    "ppocr_v4_det": (("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"),
+                     lambda rng, inputs: [{"x": inputs.document_page(rng, 1, 160, 96)}]),
+    "yolov8n": (("nudenet", "3.4.2", "nudenet/320n.onnx"),
+                lambda rng, inputs: [{"images": inputs.photo(rng, 1, 320, 320)}]),
+}
+
+
+def _bert_by_onnxruntime(tmp_path):
+    pytest.importorskip("sympy", reason="onnxruntime's transformer optimizer needs sympy")
+    import onnx
+    from onnxruntime.transformers.optimizer import optimize_model
+    from models import bert_export
+    path, optimized = tmp_path / "bert.onnx", tmp_path / "bert_optimized.onnx"
+    onnx.save(bert_export(), path)
+    optimize_model(str(path), model_type="bert", opt_level=0, num_heads=2, hidden_size=32).save_model_to_file(str(optimized))
+    assert any(n.domain == "com.microsoft" for n in onnx.load(optimized).graph.node)
+    rng = np.random.default_rng(3)
+    feeds = [{"input_ids": rng.integers(0, 50, (batch, seq)), "token_type_ids": rng.integers(0, 2, (batch, seq)),
+              "attention_mask": (np.arange(seq)[None] < np.array(lengths)[:, None]).astype(np.int64)}
+             for batch, seq, lengths in ((2, 7, (7, 4)), (1, 16, (16,)))]
+    return optimized.read_bytes(), feeds
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("name", [pytest.param("ppocr_cls", marks=pytest.mark.ci_slice), "ppocr_v4_rec", "ppocr_v4_det",
+                                  "yolov8n", pytest.param("bert_contrib", marks=pytest.mark.ci_slice)])
+def test_real_models_are_clean_under_asan_and_ubsan(name, tmp_path, pytestconfig, tmp_path_factory, capsys):
+    """A real model (or onnxruntime's fused BERT, for contrib ops) built with the sanitizers for 2
+    threads runs clean and gives onnxruntime's outputs."""
+    ort = pytest.importorskip("onnxruntime")
+    if name == "bert_contrib":
+        data, feeds = _bert_by_onnxruntime(tmp_path)
+    else:
+        from third_party import inputs
+        from third_party.wheels import ShippedModel, model_bytes, wheel_folder
+        shipped, make_feeds = REAL_MODELS[name]
+        data = model_bytes(ShippedModel(*shipped), wheel_folder(pytestconfig, tmp_path_factory))
+        feeds = make_feeds(np.random.default_rng(0), inputs)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    model = tmp_path / "model.onnx"
+    model.write_bytes(data)
+    np.savez(tmp_path / "feeds.npz", **{f"{i}/{k}": v for i, f in enumerate(feeds) for k, v in f.items()})
+    np.savez(tmp_path / "expected.npz", **{f"{i}/{j}": v for i, f in enumerate(feeds) for j, v in enumerate(ref.run(None, f))})
+    child = MODEL_CHILD.format(sanitize=SANITIZE)
+    proc = subprocess.run([sys.executable, "-c", child, str(model), str(tmp_path / "feeds.npz"),
+                           str(tmp_path / "expected.npz"), str(tmp_path / "out")], capture_output=True, text=True,
+                          cwd=tmp_path, env={**_sanitizer_env(), "ONNXC_CACHE_DIR": str(tmp_path / "cache")}, timeout=1800)
+    report = [line for line in proc.stderr.splitlines() if "runtime error:" in line or "ERROR: AddressSanitizer" in line]
+    assert proc.returncode == 0 and not report and "clean:" in proc.stdout, (
+        f"{name}: exit {proc.returncode}\n" + "\n".join(report[:5]) + "\n" + proc.stderr[-4000:])
+    with capsys.disabled():
+        print(f"\nsanitizers, {name} at 2 threads: {proc.stdout.strip().splitlines()[-1]}")
+
+
 # --- Valgrind ---------------------------------------------------------------------------------
 
 HARNESS = r"""

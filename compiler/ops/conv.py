@@ -128,6 +128,9 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         kernel = _winograd_2d(k, win, begins, checks, epilogue)
         if kernel is not None:
             return kernel
+    if sgemm and direct and group == 1 and k.target.prepack and w.value is not None and size_out == 1 \
+            and isinstance(kk, int) and isinstance(m, int):
+        return _one_pixel_pointwise(k, checks, epilogue)
     packed = None
     mr = k.target.gemm_mr
     if sgemm and not depthwise and k.target.prepack and w.value is not None and all(
@@ -250,6 +253,24 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     }
     kernel = k.kernel("c/conv_depthwise.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)
+    return kernel
+
+
+def _one_pixel_pointwise(k: KernelContext, checks: list[dict[str, str]], epilogue: dict[str, Any]) -> Kernel:
+    """The ``c/conv_one_pixel.c.j2`` kernel of a float32 1x1 Conv of a 1x1 map with constant
+    weights (a squeeze-and-excitation block's layers): the images as the rows of one GEMM,
+    Y (N x M) = X (N x C) W^T, W^T packed at compile time as the GEMM's B. One image is then a
+    matrix-vector product that streams the weights once, where the convolution's GEMM (W times
+    a 1-column X) would fill a whole micro-kernel tile per output."""
+    x, w, y = k.input(0), k.input(1), k.out
+    n, c, m = x.dims[0], x.dims[1], w.dims[0]
+    weights = np.asarray(w.value, np.float32).reshape(m, c)
+    packed = k.constant("W_columns", _gemm.pack_cols(np.ascontiguousarray(weights.T), k.target.gemm_nr))
+    data = {"checks": checks, "N": cexpr.lit(n), "M": m, "K": c, "packed": packed, "x_ptr": x.name,
+            "y_ptr": y.name, "bias_ptr": k.input(2).name if k.has_input(2) else "NULL", "epi": epilogue,
+            "residual": epilogue["residual"]}
+    kernel = k.kernel("c/conv_one_pixel.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, n, m, c, few_rows_unpacked=True, target=k.target)
     return kernel
 
 

@@ -34,7 +34,7 @@ def cuda_sources(cases: Sequence[Any]) -> tuple[list[str], dict[str, str]]:
 
 def one_unit(sources: Sequence[str]) -> str:
     """Sources in one translation unit: each in a namespace, its macros undefined after it."""
-    parts = [f"#include <{h}>\n" for h in _HEADERS]
+    parts = [f"#include <{h}>\n" for h in _HEADERS + _system_headers(sources)]
     for i, src in enumerate(sources):
         macros = sorted(m for m in set(re.findall(r"^\s*#\s*define\s+(\w+)", src, re.M)) if not m.startswith("__"))
         parts.append(f"namespace onnxc_case{i} {{\n{src}\n}}  // namespace onnxc_case{i}\n")
@@ -45,11 +45,26 @@ def one_unit(sources: Sequence[str]) -> str:
 def nvcc_compile(sources: Sequence[str], workdir: str, archs: tuple[str, ...] = ("sm_80",)) -> None:
     """nvcc -c of the sources (one unit) with the CUDA build's flags; AssertionError with
     nvcc's messages if it fails."""
+    from onnxc.codegen.system_libraries import LIBRARIES, library_flags
     from onnxc.codegen.toolchain import CudaToolchain
     path = os.path.join(workdir, "cases.cu")
     with open(path, "w") as f:
         f.write(one_unit(sources))
     tc = CudaToolchain(archs=archs)
-    cmd = [tc.nvcc, *tc.check_flags(), path, "-o", os.path.join(workdir, "cases.o")]
+    include, _ = library_flags(tc.cxx, {name: "a case" for name, lib in LIBRARIES.items()
+                                        if lib.header in _system_headers(sources)})
+    cmd = [tc.nvcc, *tc.check_flags(), *include, path, "-o", os.path.join(workdir, "cases.o")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, (proc.stderr or proc.stdout)[-6000:]
+
+
+def _system_headers(sources: Sequence[str]) -> list[str]:
+    """The headers of system libraries the sources include (ImageDecoder's codecs, with the C
+    headers they need first): included once before the namespaces too."""
+    from onnxc.codegen.system_libraries import LIBRARIES
+    wanted = {lib.header for lib in LIBRARIES.values()}
+    found = {h for src in sources for h in re.findall(r"^#include <([^>]+)>", src, re.M) if h in wanted}
+    if not found:
+        return []
+    return ["setjmp.h", "stdio.h", *sorted(found)] + (["jerror.h"] if "jpeglib.h" in found else [])
+

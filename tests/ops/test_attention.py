@@ -1,5 +1,6 @@
-"""Attention, RotaryEmbedding and LinearAttention against onnxruntime (and the ONNX reference where
-it lacks a kernel)."""
+"""Attention, RotaryEmbedding, LinearAttention and FlexAttention against onnxruntime (and the ONNX reference
+where onnxruntime lacks a kernel)."""
+import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -238,3 +239,117 @@ def test_linear_attention(rule, hq, hkv, decay, beta, past):
 def test_linear_attention_fp16_scale_symbolic():
     m = linear_attention("gated_delta", 2, 2, 4, 4, "B", "T", elem=H, decay_width=2, beta_width=2, scale=0.3)
     assert_matches_ort_at_sizes(m, lambda n: la_feeds(m, {"B": 1, "T": n}, np.float16), (1, 5), rtol=1e-2, atol=1e-2)
+
+
+# --- FlexAttention (ai.onnx.preview) ---------------------------------------------------------------
+# onnxruntime has no kernel for it: onnx's reference implementation is the oracle.
+
+def modifier(kind, elem=F):
+    """A score_mod / prob_mod body of one kind, taking and giving a (B, H, L, S) tensor of ``elem``."""
+    nodes, inits = [], []
+    if kind == "bias":
+        inits = [helper.make_tensor("bias", elem, [], [0.5])]
+        nodes = [helper.make_node("Add", ["x", "bias"], ["y"])]
+    elif kind == "soft_cap":
+        inits = [helper.make_tensor("cap", elem, [], [2.0])]
+        nodes = [helper.make_node("Div", ["x", "cap"], ["t"]), helper.make_node("Tanh", ["t"], ["c"]),
+                 helper.make_node("Mul", ["c", "cap"], ["y"])]
+    elif kind in ("causal", "relative"):
+        # positions from the tensor's shape: query row i, key column j
+        inits = [helper.make_tensor(n, TensorProto.INT64, [], [v]) for n, v in (("zero", 0), ("one", 1),
+                                                                                 ("two", 2), ("three", 3))]
+        inits += [helper.make_tensor("rows", TensorProto.INT64, [2], [-1, 1]),
+                  helper.make_tensor("cols", TensorProto.INT64, [2], [1, -1]),
+                  helper.make_tensor("neg_inf", elem, [], [-np.inf])]
+        nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+                 helper.make_node("Gather", ["shape", "two"], ["L"]),
+                 helper.make_node("Gather", ["shape", "three"], ["S"]),
+                 helper.make_node("Range", ["zero", "L", "one"], ["l"]),
+                 helper.make_node("Range", ["zero", "S", "one"], ["s"]),
+                 helper.make_node("Reshape", ["l", "rows"], ["i"]), helper.make_node("Reshape", ["s", "cols"], ["j"])]
+        if kind == "causal":
+            nodes += [helper.make_node("GreaterOrEqual", ["i", "j"], ["keep"]),
+                      helper.make_node("Where", ["keep", "x", "neg_inf"], ["y"])]
+        else:
+            nodes += [helper.make_node("Sub", ["i", "j"], ["d"]), helper.make_node("Cast", ["d"], ["df"], to=elem),
+                      helper.make_node("Add", ["x", "df"], ["y"])]
+    elif kind == "half":
+        inits = [helper.make_tensor("half", elem, [], [0.5])]
+        nodes = [helper.make_node("Mul", ["x", "half"], ["y"])]
+    elif kind == "identity":
+        nodes = [helper.make_node("Identity", ["x"], ["y"])]
+    return helper.make_graph(nodes, kind, [helper.make_tensor_value_info("x", elem, ["B", "H", "L", "S"])],
+                             [helper.make_tensor_value_info("y", elem, ["B", "H", "L", "S"])], inits)
+
+
+def flex(q, k, v, elem=F, score_mod=None, prob_mod=None, precision_elem=None, **attrs):
+    """A FlexAttention model over Q, K, V of these shapes; modifiers by kind (see ``modifier``)."""
+    body_elem = precision_elem or (TensorProto.DOUBLE if elem == TensorProto.DOUBLE else F)
+    for name, kind in (("score_mod", score_mod), ("prob_mod", prob_mod)):
+        if kind is not None:
+            attrs[name] = modifier(kind, body_elem)
+    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview", **attrs)
+    y = [q[0], q[1], q[2], v[3]]
+    return make_model([node], [("Q", elem, q), ("K", elem, k), ("V", elem, v)], [("Y", elem, y)], opset=23,
+                      extra_opsets={"ai.onnx.preview": 1})
+
+
+def flex_feeds(model, sizes=None):
+    types = NP | {TensorProto.BFLOAT16: ml_dtypes.bfloat16}
+    feeds = {}
+    for i in model.graph.input:
+        t = i.type.tensor_type
+        shape = [(sizes or {}).get(d.dim_param, d.dim_value) for d in t.shape.dim]
+        feeds[i.name] = rng.standard_normal(shape).astype(types[t.elem_type])
+    return feeds
+
+
+@pytest.mark.parametrize("score_mod,prob_mod", [(None, None), ("bias", None), ("soft_cap", None), ("causal", None),
+                                                ("relative", None), (None, "half"), ("causal", "half"),
+                                                ("identity", "identity")])
+def test_flex_modifiers(score_mod, prob_mod):
+    m = flex([2, 2, 4, 8], [2, 2, 6, 8], [2, 2, 6, 8], score_mod=score_mod, prob_mod=prob_mod)
+    matches_reference(m, flex_feeds(m))
+
+
+@pytest.mark.parametrize("scale", [None, 0.2])
+def test_flex_gqa_scale_and_value_head_size(scale):
+    attrs = {} if scale is None else {"scale": scale}
+    m = flex([2, 6, 3, 8], [2, 2, 5, 8], [2, 2, 5, 4], score_mod="causal", prob_mod="half", **attrs)
+    matches_reference(m, flex_feeds(m))
+
+
+@pytest.mark.parametrize("elem,precision,tol", [(H, None, 2e-3), (H, TensorProto.FLOAT, 2e-3),
+                                                (TensorProto.BFLOAT16, None, 2e-2), (TensorProto.DOUBLE, None, 1e-12)])
+def test_flex_types(elem, precision, tol):
+    attrs = {} if precision is None else {"softmax_precision": precision}
+    m = flex([1, 4, 3, 8], [1, 2, 5, 8], [1, 2, 5, 8], elem=elem, score_mod="soft_cap", prob_mod="half", **attrs)
+    matches_reference(m, flex_feeds(m), rtol=tol, atol=tol)
+
+
+def test_flex_symbolic_dims():
+    """Batch and both sequence lengths symbolic, GQA and a causal mask: one build for every size;
+    a symbolic head size takes its default scale at run time."""
+    m = flex(["b", 4, "l", "e"], ["b", 2, "s", "e"], ["b", 2, "s", 3], score_mod="causal")
+    sess = onnxc.InferenceSession(m.SerializeToString())
+    for sizes in ({"b": 1, "l": 3, "s": 5, "e": 8}, {"b": 2, "l": 4, "s": 2, "e": 16}):
+        feeds = flex_feeds(m, sizes)
+        np.testing.assert_allclose(sess.run(None, feeds)[0], ReferenceEvaluator(m).run(None, feeds)[0],
+                                   rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda m: [m.graph.input[i].type.tensor_type.shape.dim[1].__setattr__("dim_value", 3) for i in (1, 2)],
+     "not a multiple"),
+    (lambda m: m.graph.node[0].attribute[0].g.input.append(helper.make_tensor_value_info("z", F, None)),
+     "one input and one output"),
+    (lambda m: m.graph.node[0].attribute[0].g.input[0].type.tensor_type.__setattr__("elem_type", TensorProto.DOUBLE),
+     "softmax precision"),
+    (lambda m: m.graph.node[0].attribute.append(helper.make_attribute("softmax_precision", TensorProto.INT8)),
+     "softmax_precision 3"),
+])
+def test_flex_invalid_models(change, message):
+    m = flex([1, 4, 3, 8], [1, 2, 5, 8], [1, 2, 5, 8], score_mod="bias")
+    change(m)
+    with pytest.raises(onnxc.ModelError, match=message):
+        onnxc.InferenceSession(m.SerializeToString())
