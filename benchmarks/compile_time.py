@@ -8,6 +8,8 @@ time, and the peak resident memory of the compiling Python process. On a shared 
 C compile takes on idle cores: the units' own CPU times scheduled on the build's jobs,
 biggest first. ``--one-unit`` builds every model as one translation unit (the build before
 units were split), so the two can be measured back to back on the same machine.
+``--warm-helpers`` measures a second compile in the same cache, which finds the helper objects
+(GEMM, Winograd) the first one built: what a compile costs once the machine has them.
 """
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ def compile_once(path: str, one_unit: bool, threads: int) -> dict[str, Any]:
     def on_stage(stage: str, info: dict[str, Any]) -> None:
         now = time.perf_counter()
         if stage == "compile":
-            built.append(info["cpu"])
+            if info["cpu"] > 0:   # (0: a helper object the cache had)
+                built.append(info["cpu"])
             seconds["C compile"] = now - last["mark"]   # (from the end of codegen: wall time)
             return
         if stage == "codegen":
@@ -78,16 +81,19 @@ def idle_makespan(cpu: list[float], jobs: int) -> float:
     return max(cores)
 
 
-def measure(path: str, one_unit: bool, threads: int) -> dict[str, Any]:
-    """``compile_once`` in a fresh process with an empty cache: nothing warm, RSS its own."""
+def measure(path: str, one_unit: bool, threads: int, warm_helpers: bool = False) -> dict[str, Any]:
+    """``compile_once`` in a fresh process with an empty cache: nothing warm, RSS its own. With
+    ``warm_helpers``, the cache holds what an earlier compile of the model left there (its helper
+    objects and compiled templates), as on a machine that has built such a model before."""
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "ONNXC_CACHE_DIR": cache}
         cmd = [sys.executable, "-m", "onnxc.benchmarks.compile_time", "--child", path, "--threads", str(threads)]
         if one_unit:
             cmd.append("--one-unit")
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"compiling {path} failed:\n{proc.stderr[-4000:]}")
+        for _ in range(2 if warm_helpers else 1):
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                raise RuntimeError(f"compiling {path} failed:\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -110,6 +116,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="light-zoo models to compile, comma-separated ('' for none; default all)")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads of the build (default 1)")
     parser.add_argument("--one-unit", action="store_true", help="every model as one translation unit")
+    parser.add_argument("--warm-helpers", action="store_true",
+                        help="measure a second compile of each model, its helper objects in the cache")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -125,11 +133,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             paths.append((name, path))
         paths += [(os.path.basename(p), p) for p in args.models]
         for name, path in paths:
-            rows.append((name, measure(path, args.one_unit, args.threads)))
+            rows.append((name, measure(path, args.one_unit, args.threads, args.warm_helpers)))
             print(f"{name}: {rows[-1][1]['total']:.2f}s", file=sys.stderr, flush=True)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.1f} at the end; "
-          f"{'one unit' if args.one_unit else 'units split'}, {args.threads} thread(s)")
+          f"{'one unit' if args.one_unit else 'units split'}, {args.threads} thread(s), "
+          f"{'warm' if args.warm_helpers else 'cold'} helper objects")
     print(table(rows))
     return 0
 

@@ -21,7 +21,7 @@ from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
 from ..compiler.ops import _winograd
-from . import abi, cexpr, memory, minifloat
+from . import abi, cexpr, helper_objects, memory, minifloat
 from .kernel import Kernel, KernelContext, Target, TensorRef
 from .literals import BIT_PATTERN_TYPES, c_bit_patterns, c_literals
 from .names import Mangler, c_string, comment
@@ -58,6 +58,9 @@ class EmitOptions:
     # Native builds of big models: node functions over up to this many translation units
     # that compile in parallel (units.py); 1 keeps one unit.
     units: int = 1
+    # Native builds: the shared kernel helpers (GEMM, Winograd) declared only, their code in
+    # helper units of its own that the compile cache keeps as objects (helper_objects.py).
+    helper_objects: bool = False
 
 
 @dataclass
@@ -80,6 +83,9 @@ class CModel:
     units: dict[str, str] = field(default_factory=dict)
     # System libraries the library links (codegen/system_libraries.py) -> the op that needs it
     libraries: dict[str, str] = field(default_factory=dict)
+    # Native builds: the units of the shared helpers the library links as objects, by file name
+    # (helpers_<name>.c, helper_objects.py); the model's units only declare what they define.
+    helper_units: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -163,12 +169,14 @@ class CEmitter:
         if used_types & set(dt.MINIFLOATS):
             helpers.insert(0, "c/helpers/minifloat.c.j2")
         helper_data = self._helper_data(used_types)
+        shared = helper_objects.SHARED if self.opt.helper_objects else {}
         data = {
             "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
                        "graph": comment(g.name)},
             "prefix": self.opt.prefix,
             "consts": consts,
-            "helpers": [render(h, helper_data) for h in helpers],
+            "helpers": [render(h, {**helper_data, "declare_only": h in shared}) for h in helpers],
+            "helper_objects": bool(shared),
             "functions": unit.functions,
             "run": body,
             "arena_planned": memory.aligned(body["arena"]),
@@ -207,8 +215,12 @@ class CEmitter:
         extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
         if self.opt.profile:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
+        helper_units = helper_objects.helper_units(helpers, {
+            **helper_data, "version": data["banner"]["version"], "threads": data["threads"],
+            "pool_threads": data["pool_threads"]}) if shared else {}
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
-                      inputs, outputs, functions, extra, units=units, libraries=dict(unit.libraries))
+                      inputs, outputs, functions, extra, units=units, libraries=dict(unit.libraries),
+                      helper_units=helper_units)
 
     def _emit_embedded(self, data: dict[str, Any], inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
                        functions: int) -> CModel:
@@ -391,7 +403,7 @@ class CEmitter:
     def _helper_data(self, used_types: set) -> dict[str, Any]:
         """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""
         return {**minifloat.helper_data(used_types), **abi.helper_data(), "winograd": _winograd.helper_data(),
-                "embedded": self.opt.embedded}
+                "embedded": self.opt.embedded, "declare_only": False}
 
     def _abi_features(self) -> set[str]:
         """What decides the functions and structs the library exports (``abi.Function.needs``)."""

@@ -10,13 +10,20 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from ..compiler.errors import CompileError
 from .system_libraries import library_flags
 
 # Warnings are bugs in generated code, so they fail the build.
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+
+
+# GCC's optimization of a model's own units when the build asks for -O3: -O2 with -O3's cost
+# model for vectorizing (-O2's vectorizes only loops that need no check or remainder, and the
+# node functions' loops lose 6% on SqueezeNet without it); the helper objects keep -O3. The
+# measurements are in benchmarks/README.md (Compile time).
+UNIT_OPT: dict[str, tuple[str, ...]] = {"-O3": ("-O2", "-fvect-cost-model=dynamic")}
 
 
 @dataclass
@@ -26,14 +33,15 @@ class Toolchain:
     march: str = "native"
     extra: list[str] = field(default_factory=list)
 
-    def flags(self) -> list[str]:
+    def flags(self, opt: Sequence[str] = ()) -> list[str]:
+        """The compiler's flags, with the optimization flags ``opt`` (default: the build's, ``self.opt``)."""
         # -fno-math-errno and -fno-trapping-math change no value: they let math calls become
         # instructions and float selects (clamps, NaN checks) become vector blends, so loops
         # over onnxc_expf / onnxc_tanhf / onnxc_erff vectorize. -ffp-contract=fast (the
         # default of GNU C, off under -std=c11) lets a * b + c be one fused multiply-add where
         # the target has one, as onnxruntime's kernels compute: polynomials and epilogues take
         # fewer instructions and round once.
-        flags = [self.opt, "-std=c11", *WARNINGS, "-fPIC", "-shared", "-fvisibility=hidden",
+        flags = [*(opt or [self.opt]), "-std=c11", *WARNINGS, "-fPIC", "-shared", "-fvisibility=hidden",
                  "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=fast"]
         if self.march:
             flags.append(f"-march={self.march}")
@@ -44,6 +52,12 @@ class Toolchain:
             # picks a method by size.
             flags.append("-mstringop-strategy=libcall")
         return flags
+
+    def unit_flags(self) -> list[str]:
+        """The flags of the model's own units (helper objects are built with ``flags()``)."""
+        if "__clang__" in target_macros(self.cc, ()):   # (UNIT_OPT's flags are GCC's)
+            return self.flags()
+        return self.flags(UNIT_OPT.get(self.opt, ()))
 
     def simd(self) -> str:
         """The float32 SIMD family the generated code compiles to for this target (see
@@ -56,40 +70,69 @@ class Toolchain:
         return isa_features(self.cc, tuple(self.flags()))
 
     def identity(self) -> str:
-        """What goes into the cache key: compiler version, flags and the CPU features they
-        resolve to (``-march=native`` builds differ from one CPU to the next)."""
+        """What goes into the cache key: compiler version, flags (the helper objects' and the
+        model's units') and the CPU features they resolve to (``-march=native`` builds differ
+        from one CPU to the next)."""
+        return f"{self.object_identity()}|units={' '.join(self.unit_flags())}"
+
+    def object_identity(self) -> str:
+        """What a helper object's cache key holds besides its source: compiler version, the
+        flags it is built with and the CPU features they resolve to."""
         return f"{compiler_version(self.cc)}|{' '.join(self.flags())}|isa={','.join(self.isa())}"
 
+    def build_object(self, source: str, output: str) -> float:
+        """Compiles a helper object's unit (``flags()``, -c); returns the compiler's CPU seconds."""
+        if shutil.which(self.cc) is None:
+            raise CompileError(f"C compiler {self.cc!r} not found (set CC)")
+        cpu = []
+        _run_units([([self.cc, *self.flags(), "-c", source, "-o", output], source)], 1,
+                   lambda _name, _done, _seconds, seconds: cpu.append(seconds))
+        return cpu[0]
+
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
-                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None) -> None:
-        """Builds the shared library ``output`` from C translation units: one unit in one
-        command; several compiled to objects ``jobs`` at a time, then linked. ``libraries``:
-        the system libraries the code calls (codegen/system_libraries.py) -> the op that needs it."""
+                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None,
+                     helpers: Sequence[HelperObject] = ()) -> None:
+        """Builds the shared library ``output`` from C translation units and helper objects:
+        one unit without helpers in one command; else the units compiled to objects, ``jobs``
+        at a time with the helper objects the cache lacks, then linked. ``libraries``: the
+        system libraries the code calls (codegen/system_libraries.py) -> the op that needs it."""
         if shutil.which(self.cc) is None:
             raise CompileError(f"C compiler {self.cc!r} not found (set CC)")
         include, link = library_flags(self.cc, libraries or {})
-        flags = self.flags() + include
+        flags = self.unit_flags() + include
         link.append("-lm")
-        if len(sources) == 1:
+        if len(sources) == 1 and not helpers:
             _run_units([([self.cc, *flags, sources[0], "-o", output, *link], sources[0])], 1, on_unit)
             return
         with tempfile.TemporaryDirectory(prefix=".objects-", dir=os.path.dirname(output) or ".") as folder:
-            objects = [os.path.join(folder, f"{k}.o") for k in range(len(sources))]
+            units = [os.path.join(folder, f"{k}.o") for k in range(len(sources))]
             # (the biggest first: the last to finish is then a small one)
             order = sorted(range(len(sources)), key=lambda k: -os.path.getsize(sources[k]))
-            _run_units([([self.cc, *flags, "-c", sources[k], "-o", objects[k]], sources[k]) for k in order],
-                       jobs, on_unit)
-            _run_units([([self.cc, *flags, *objects, "-o", output, *link], "")], 1, None)
+            objects = _run_units([([self.cc, *flags, "-c", sources[k], "-o", units[k]], sources[k]) for k in order],
+                                 jobs, on_unit, helpers)
+            _run_units([([self.cc, *flags, *units, *objects, "-o", output, *link], "")], 1, None)
+
+
+@dataclass
+class HelperObject:
+    """A helper object a library links: ``get()`` returns its path and the compiler's CPU
+    seconds, compiling it first (through the compile cache) when there is none, else 0."""
+    source: str
+    get: Callable[[], tuple[str, float]]
 
 
 # on_unit(source, done, seconds, cpu_seconds): a translation unit was compiled, the done-th of
-# the build, in this wall time and this CPU time of the compiler.
+# the build, in this wall time and this CPU time of the compiler (0: a helper object the
+# compile cache had, so nothing was compiled).
 UnitCallback = Callable[[str, int, float, float], None]
 
 
-def _run_units(commands: list[tuple[list[str], str]], jobs: int, on_unit: Optional[UnitCallback]) -> None:
-    """Runs compiler commands, ``jobs`` at a time; raises CompileError with the first failure's
-    output once the others have finished."""
+def _run_units(commands: list[tuple[list[str], str]], jobs: int, on_unit: Optional[UnitCallback],
+               helpers: Sequence[HelperObject] = ()) -> list[str]:
+    """Runs compiler commands and gets helper objects (first, as those the cache has take no
+    time), ``jobs`` at a time; returns the helper objects' paths, or raises CompileError with
+    the first failure's output once the others have finished. A helper object the cache had
+    is reported with no CPU time."""
     def run(cmd: list[str]) -> tuple[int, str, float, float]:
         start = time.perf_counter()
         with tempfile.TemporaryFile() as output:
@@ -100,18 +143,33 @@ def _run_units(commands: list[tuple[list[str], str]], jobs: int, on_unit: Option
             text = output.read().decode(errors="replace")
         return proc.returncode, text, time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
-    failure = None
+    paths: dict[int, str] = {}
+
+    def get(k: int) -> tuple[int, str, float, float]:
+        start = time.perf_counter()
+        paths[k], cpu = helpers[k].get()
+        return 0, "", time.perf_counter() - start, cpu
+
+    failure: Optional[CompileError] = None
+    done = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(run, cmd): (cmd, source) for cmd, source in commands}
-        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+        futures = {pool.submit(get, k): (None, h.source) for k, h in enumerate(helpers)}
+        futures |= {pool.submit(run, cmd): (cmd, source) for cmd, source in commands}
+        for future in concurrent.futures.as_completed(futures):
             cmd, source = futures[future]
-            returncode, text, seconds, cpu = future.result()
+            try:
+                returncode, text, seconds, cpu = future.result()
+            except CompileError as e:
+                failure = failure or e
+                continue
             if returncode != 0 and failure is None:
-                failure = CompileError(f"{' '.join(cmd)} failed:\n{text[-8000:]}")
+                failure = CompileError(f"{' '.join(cmd or [])} failed:\n{text[-8000:]}")
+            done += 1
             if on_unit is not None and failure is None:
                 on_unit(os.path.basename(source), done, seconds, cpu)
     if failure is not None:
         raise failure
+    return [paths[k] for k in range(len(helpers))]
 
 
 def _children_cpu() -> float:
@@ -235,10 +293,14 @@ class CudaToolchain:
         return ["-O0", "-Xcicc", "-O0", "-Xptxas", "-O0", *flags, "-c"]
 
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
-                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None) -> None:
-        """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split);
-        ``libraries`` as for :meth:`Toolchain.build_shared` (host code calls them)."""
+                     on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None,
+                     helpers: Sequence[HelperObject] = ()) -> None:
+        """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split and
+        keeps its helpers in it: ``helpers`` is empty); ``libraries`` as for
+        :meth:`Toolchain.build_shared` (host code calls them)."""
         [source] = sources
+        if helpers:
+            raise ValueError("CUDA builds link no helper objects")
         compiler = self.cxx if self.emulate else self.nvcc
         include, link = library_flags(self.cxx, libraries or {})
         start, cpu = time.perf_counter(), _children_cpu()

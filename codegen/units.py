@@ -2,10 +2,12 @@
 
 Most of a big model's build is the C compiler optimizing node functions and the kernel
 helpers they call, one unit on one core. Split, the units build on every core and link
-into one library. A kernel family's helpers are compiled in each unit that calls them, so
-a family's nodes stay together where the sizes allow. Small models stay one unit, and a
-model is never split into more units than the cores that build it: each unit parses and
-compiles the helpers it calls again (about a second of CPU time for the GEMM's).
+into one library. A kernel family's helpers are compiled in each unit that calls them (but
+the GEMM and Winograd helpers, which are helper objects: helper_objects.py), so a family's
+nodes stay together where the sizes allow. Small models stay one unit, and a model is never
+split into more units than the cores that build it: each unit parses the runtime support and
+the SIMD intrinsics' headers again (about half a second of CPU time) and compiles the helpers
+it calls.
 """
 from __future__ import annotations
 

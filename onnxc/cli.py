@@ -709,7 +709,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disable", action="append", metavar="NAME",
                    help="skip this optimization pass or lowering choice (repeatable), e.g. "
                         "conv_winograd for im2col's rounding on 3x3 convolutions")
-    p.add_argument("--cflags-opt", default="-O3", help="C optimization flag (default -O3)")
+    p.add_argument("--cflags-opt", default="-O3", help="C optimization flag (default -O3; with it and GCC, the model's own "
+                   "units are built at -O2 -fvect-cost-model=dynamic, the shared kernel helpers at -O3)")
     p.add_argument("--march", default="native", help="target CPU for -march (default native)")
     p.add_argument("--portable", action="store_true", help="no -march flag: runs on any CPU of the arch")
     p.add_argument("--name", default="model",

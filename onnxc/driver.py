@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -22,13 +23,13 @@ from .codegen import embedded as embedded_package
 from .codegen.c_emitter import CEmitter, CModel, EmitOptions
 from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
-from .codegen.toolchain import GEMM_TILE, CudaToolchain, Toolchain
+from .codegen.toolchain import GEMM_TILE, CudaToolchain, HelperObject, Toolchain
 from .compiler import frontend
 from .compiler.errors import RankKnownAtRunTime, UnsupportedError
 from .compiler.ir import Graph
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
-from .runtime import cache
+from .runtime import cache, object_cache
 from .runtime import custom_ops as custom_op_library
 from .runtime.options import usable_cores
 from .compiler.passes.pipeline import LOWERINGS, run_pipeline
@@ -135,8 +136,9 @@ def _command_line() -> str:
 
 # on_stage(stage, info) is called as each stage of a compile ends, with info["seconds"] the stage's
 # wall time: "load/check"; "pass" (info["name"]) for each pass that ran; "codegen" (info["units"]: the
-# translation units the C compile builds); "compile" for each unit built (info["unit"], ["done"],
-# ["total"], ["cpu"]: the compiler's CPU seconds); "link". A callback that raises stops the compile.
+# translation units the C compile builds, with the helper objects it links); "compile" for each unit
+# built (info["unit"], ["done"], ["total"], ["cpu"]: the compiler's CPU seconds, 0 for a helper object
+# the compile cache had); "link". A callback that raises stops the compile.
 StageCallback = Callable[[str, dict[str, Any]], None]
 
 
@@ -285,10 +287,11 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                                           inter_threads=options.inter_threads, target=target,
                                           embedded=embedded, weights_file=options.weights,
                                           dim_bounds=dict(options.dim_bounds),
-                                          units=1 if embedded or cuda else usable_cores()), **extra).emit()
+                                          units=1 if embedded or cuda else usable_cores(),
+                                          helper_objects=not embedded and not cuda), **extra).emit()
     units = {"model.cu": emitted.source} if cuda else emitted.units or {"model.c": emitted.source}
     sources = [name for name in units if not name.endswith(".h")]
-    stages.done("codegen", units=len(sources))
+    stages.done("codegen", units=len(sources) + len(emitted.helper_units))
     if output_dir is None:
         return emitted
     output_dir = os.fspath(output_dir)
@@ -296,15 +299,19 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,
                                               graph.name)
     os.makedirs(output_dir, exist_ok=True)
-    for name, text in {**units, "model.h": emitted.header}.items():
+    # (the helper units too, compiled from the cache's copy: the folder rebuilds the library by hand)
+    for name, text in {**units, **emitted.helper_units, "model.h": emitted.header}.items():
         _write_atomic(os.path.join(output_dir, name), text.encode())
     _write_atomic(os.path.join(output_dir, WEIGHTS), emitted.weights)
     lib_tmp = os.path.join(output_dir, f".{LIBRARY}.{os.getpid()}.tmp")
 
     def unit_built(name: str, done: int, seconds: float, cpu: float) -> None:
-        stages.done("compile", unit=name, done=done, total=len(sources), seconds=seconds, cpu=cpu)
+        stages.done("compile", unit=name, done=done, total=len(sources) + len(helpers), seconds=seconds, cpu=cpu)
+    helpers = [HelperObject(os.path.join(output_dir, name), functools.partial(
+                   object_cache.helper_object, text, toolchain.object_identity(), toolchain.build_object))
+               for name, text in emitted.helper_units.items()]
     toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
-                           jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries)
+                           jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers)
     stages.done("link")
     os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
     manifest = {
@@ -321,6 +328,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         "functions": emitted.functions,
         "meta": dataclasses.asdict(graph.meta),
         "toolchain": toolchain.identity(),
+        "helper_units": sorted(emitted.helper_units),   # linked as objects of the compile cache
         "isa": toolchain.isa(),   # the CPU features the library needs (runtime/cpu.py)
         "device": "cuda" if cuda else "cpu",
         "options": json.loads(options.key()),

@@ -283,16 +283,18 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
-def get_or_build(key: str, build: Callable[[str], object], root: Optional[str] = None) -> str:
-    """The artifact folder for ``key``, calling ``build(tmp_folder)`` if it is missing or damaged."""
+def get_or_build(key: str, build: Callable[[str], object], root: Optional[str] = None,
+                 intact: Callable[[str], bool] = is_intact, seal: Callable[[str], None] = _mark_verified) -> str:
+    """The artifact folder for ``key``, calling ``build(tmp_folder)`` if it is missing or damaged
+    (``intact(folder)`` false); ``seal(tmp_folder)`` records what a later check compares."""
     root = root or cache_root()
     final = os.path.join(root, key)
-    if os.path.isdir(final) and is_intact(final):
+    if os.path.isdir(final) and intact(final):
         _mark_used(final)
         return final
     with _locked(os.path.join(root, f"{key}.lock")):
         if os.path.isdir(final):
-            if is_intact(final):
+            if intact(final):
                 return final
             shutil.rmtree(final, ignore_errors=True)
         elif os.path.lexists(final):
@@ -303,7 +305,7 @@ def get_or_build(key: str, build: Callable[[str], object], root: Optional[str] =
         tmp = tempfile.mkdtemp(prefix=f".{key}-", dir=root)
         try:
             build(tmp)
-            _mark_verified(tmp)
+            seal(tmp)
             os.rename(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -363,7 +365,10 @@ def clear(older_than: Optional[float] = None, root: Optional[str] = None) -> tup
             os.unlink(lock)
         removed += 1
         freed += entry.bytes
-    if older_than is None:   # (model digests and compiled templates: remade as needed)
-        for folder in ("index", "templates"):
+    if older_than is None:   # (model digests, compiled templates and helper objects: remade as needed)
+        for folder in ("index", "templates", "objects"):
             shutil.rmtree(os.path.join(root, folder), ignore_errors=True)
+    else:
+        from .object_cache import clear_objects
+        clear_objects(older_than, root)
     return removed, freed

@@ -111,6 +111,8 @@ def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, mo
     (tmp_path / "model.c").write_text(emitted.source)
     (tmp_path / "model.h").write_text(emitted.header)
     (tmp_path / "weights.bin").write_bytes(emitted.weights)
+    for unit, text in emitted.helper_units.items():   # (the GEMM's and Winograd's, linked as objects)
+        (tmp_path / unit).write_text(text)
     keep = [i for i, o in enumerate(host) if o.dtype == np.float32]
     shapes = [d for v in feeds.values() for d in v.shape]
     (tmp_path / "driver.c").write_text(DRIVER % {
@@ -119,8 +121,9 @@ def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, mo
         "out_dims": sum(o.ndim for o in host)})
     flags = [f for f in Toolchain(cc=CC, march=MARCH).flags() if f not in ("-shared", "-fPIC", "-fvisibility=hidden")]
     exe = str(tmp_path / "run")
-    proc = subprocess.run([CC, *flags, "-I", str(tmp_path), str(tmp_path / "model.c"), str(tmp_path / "driver.c"),
-                           "-static", "-o", exe, "-lm"], capture_output=True, text=True)
+    helpers = [str(tmp_path / unit) for unit in emitted.helper_units]
+    proc = subprocess.run([CC, *flags, "-I", str(tmp_path), str(tmp_path / "model.c"), *helpers,
+                           str(tmp_path / "driver.c"), "-static", "-o", exe, "-lm"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert _is_aarch64(exe)
     paths = write_inputs(str(tmp_path), feeds)
