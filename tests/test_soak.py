@@ -258,30 +258,32 @@ def test_real_model_at_two_threads_ten_thousand_runs_bit_identical_and_flat(real
     assert growth < RSS_BOUND, f"resident memory grew {growth} bytes over {runs} runs"
 
 
-def _median_run_s(sess: onnxc.InferenceSession, feed: dict[str, np.ndarray], runs: int = 60) -> float:
+def _fastest_run_s(sess: onnxc.InferenceSession, feed: dict[str, np.ndarray], runs: int = 60) -> float:
+    """The fastest of `runs` runs: what the session can do, little moved by other processes
+    taking the cores for part of the time (a median is: on a loaded machine it measures the load)."""
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
         sess.run(None, feed)
         times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return float(np.min(times))
 
 
 @pytest.mark.soak
 def test_real_model_idle_for_a_minute_then_runs_the_same(real_session, capsys):
     """A 2-thread session left idle for a minute (ONNXC_SOAK_IDLE_S) gives the same results,
-    byte for byte, and its median run time comes back: its pool's workers sleep while idle and
-    wake for the next run, neither lost nor slowed (within 2x of before, a bound that only a
-    broken wake-up path, such as runs falling back to one thread or a worker that no longer
-    answers, exceeds)."""
+    byte for byte, and runs as fast as before: its pool's workers sleep while idle and wake
+    for the next run, neither lost nor slowed (the fastest of 60 runs within 1.5x of before's,
+    a bound that a broken wake-up path, such as runs falling back to one thread or a worker
+    that no longer answers, exceeds)."""
     sess, feeds = real_session
     before = [[r.tobytes() for r in sess.run(None, f)] for f in feeds]
-    t_before = _median_run_s(sess, feeds[0])
+    t_before = _fastest_run_s(sess, feeds[0])
     time.sleep(IDLE_S)
     after = [[r.tobytes() for r in sess.run(None, f)] for f in feeds]
-    t_after = _median_run_s(sess, feeds[0])
+    t_after = _fastest_run_s(sess, feeds[0])
     with capsys.disabled():
-        print(f"\n[soak] idle {IDLE_S:.0f} s: median run {t_before * 1e3:.3f} ms before, {t_after * 1e3:.3f} ms after; "
+        print(f"\n[soak] idle {IDLE_S:.0f} s: fastest of 60 runs {t_before * 1e3:.3f} ms before, {t_after * 1e3:.3f} ms after; "
               f"results {'identical' if after == before else 'DIFFER'}")
     assert after == before, "results after the idle minute differ from those before it"
-    assert t_after <= 2 * t_before, f"median run {t_after * 1e3:.3f} ms after idling, {t_before * 1e3:.3f} ms before"
+    assert t_after <= 1.5 * t_before, f"fastest run {t_after * 1e3:.3f} ms after idling, {t_before * 1e3:.3f} ms before"
