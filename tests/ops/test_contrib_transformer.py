@@ -9,6 +9,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from helpers import assert_matches_ort, make_model, run_onnxc, run_ort
+from tools import require_module
 
 MS = "com.microsoft"
 F = T.FLOAT
@@ -389,7 +390,7 @@ def test_embed_layer_normalization(segments, mask, positions, outputs):
 # --- onnxruntime's transformer optimizer, end to end ------------------------------------------------
 
 def _optimized(model, model_type, tmp_path, **kwargs):
-    pytest.importorskip("sympy", reason="onnxruntime's transformer optimizer needs sympy")
+    require_module("sympy")     # the optimizer's symbolic shape inference
     from onnxruntime.transformers.optimizer import optimize_model
     path, optimized = tmp_path / "model.onnx", tmp_path / "optimized.onnx"
     onnx.save(model, path)
