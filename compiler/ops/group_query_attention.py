@@ -18,7 +18,8 @@ _ONLY = {"softcap": 0.0, "local_window_size": -1, "do_rotary": 0, "smooth_softma
 
 @register("GroupQueryAttention", since=1, domain=MS)
 class GroupQueryAttention(Composite):
-    """query (B, S, N*d), key and value (B, S, Nkv*d), past_key / past_value (B, Nkv, P, d).
+    """query (B, S, N*d), key and value (B, S, Nkv*d), or query (B, S, (N + 2 Nkv) d) holding all
+    three (packed QKV, key and value omitted); past_key / past_value (B, Nkv, P, d).
     Batch entry b holds seqlens_k[b] + 1 tokens after this step: its S new keys and values go to
     rows seqlens_k[b] + 1 - S ... of the cache, whose length is max(P, total_sequence_length) and
     whose later rows are zeros, and query i attends to the cache rows up to its own position
@@ -33,8 +34,6 @@ class GroupQueryAttention(Composite):
         for name, value in _ONLY.items():
             if attrs[name] != value:
                 raise refuse(node, f"{name}={attrs[name]!r}")
-        if node.input(1) is None:
-            raise refuse(node, "packed QKV (no key input)")
         for i, what in enumerate(node.inputs[7:], start=7):
             if what is not None:
                 raise refuse(node, f"input {i} (rotary caches, position_ids, attention_bias, head_sink, "
@@ -42,10 +41,20 @@ class GroupQueryAttention(Composite):
         q, k, v, past_key, past_value, seqlens, total = (node.input(i) for i in range(7))
         if (past_key is None) != (past_value is None):
             raise invalid(node, "past_key and past_value must be given together")
+        if (k is None) != (v is None):
+            raise invalid(node, "key and value must be given together (neither for packed QKV)")
         heads, kv_heads = int(attrs["num_heads"]), int(attrs["kv_num_heads"])
-        d = q.shape[2] // heads if isinstance(q.shape[2], int) else None
-        if d is None:
+        dtype = q.dtype.np
+        if not isinstance(q.shape[-1], int):
             raise refuse(node, "a symbolic hidden size")
+        d = q.shape[-1] // (heads if k is not None else heads + 2 * kv_heads)
+        if k is None:
+            # packed QKV: query holds the N query heads, then the Nkv key and the Nkv value heads
+            if q.shape[-1] != (heads + 2 * kv_heads) * d:
+                raise invalid(node, f"packed QKV of {q.shape[-1]} columns is not (num_heads + 2 * kv_num_heads) "
+                                    f"heads of one size")
+            sizes = e.const(np.array([heads * d, kv_heads * d, kv_heads * d], np.int64))
+            q, k, v = e.op("Split", [q, sizes], n_out=3, axis=-1)
 
         def ints(*values):
             return e.const(np.array(values, np.int64))
@@ -66,13 +75,13 @@ class GroupQueryAttention(Composite):
         offset = e.op("Sub", [e.op("Reshape", [rows, ints(1, 1, -1, 1)]), start])      # (B, 1, T, 1)
         written = e.op("Less", [offset, seq])     # rows after the new tokens are zeros, as onnxruntime leaves them
         fresh = e.op("And", [e.op("GreaterOrEqual", [offset, ints(0)]), written])
-        zero = e.const(np.array(0, q.dtype.np))
+        zero = e.const(np.array(0, dtype))
         index = e.op("Max", [e.op("Min", [offset, e.op("Sub", [seq, ints(1)])]), ints(0)])
         presents = []
         for new, past, out in ((new_key, past_key, 1), (new_value, past_value, 2)):
             if past is None:
                 base = e.op("Expand", [e.op("Mul", [e.op("ReduceSum", [new, ints(2)], keepdims=1),
-                                                    e.const(np.array(0, q.dtype.np))]),
+                                                    e.const(np.array(0, dtype))]),
                                        e.op("Concat", [e.op("Shape", [new], start=0, end=2), length, ints(d)],
                                             axis=0)])
             else:

@@ -523,6 +523,24 @@ def test_group_query_attention(case):
     assert_matches_ort(model, feeds)
 
 
+@pytest.mark.parametrize("case", [(2, 5, 4, 2, None, (5, 3), 5), (2, 1, 4, 2, 6, (7, 4), 7)])
+def test_group_query_attention_packed_qkv(case):
+    """query holding Q, K and V (key and value omitted), as onnxruntime-genai's models pass them:
+    the same results as the three inputs given apart."""
+    batch, seq, heads, kv_heads, past, lengths, total = case
+    model, feeds = _gqa_case(np.random.default_rng(25), batch, seq, heads, kv_heads, 8, past, lengths, total)
+    packed = np.concatenate([feeds.pop("query"), feeds.pop("key"), feeds.pop("value")], axis=-1)
+    graph = model.graph
+    node = graph.node[0]
+    node.input[1], node.input[2] = "", ""
+    graph.input[0].CopyFrom(helper.make_tensor_value_info("query", F, ("b", "s", packed.shape[-1])))
+    del graph.input[1:3]
+    expected = assert_matches_ort(model, feeds | {"query": packed})
+    model, feeds = _gqa_case(np.random.default_rng(25), batch, seq, heads, kv_heads, 8, past, lengths, total)
+    for a, e in zip(run_onnxc(model, feeds), expected):
+        np.testing.assert_array_equal(a, e)
+
+
 def test_group_query_attention_scale():
     model, feeds = _gqa_case(np.random.default_rng(23), 2, 1, 4, 2, 8, 3, (4, 4), 4, scale=0.5)
     assert_matches_ort(model, feeds)
@@ -549,6 +567,9 @@ def test_gpt2_optimized_by_onnxruntime(tmp_path):
     ("GroupQueryAttention", [("query", (1, 2, 16)), ("key", (1, 2, 8)), ("value", (1, 2, 8)), ("", ()), ("", ()),
                              ("seqlens_k", (1,)), ("total_sequence_length", ())],
      {"num_heads": 2, "kv_num_heads": 1, "local_window_size": 4}, "local_window_size=4"),
+    ("QAttention", [("input", (1, 2, 8), T.UINT8), ("weight", (8, 24), T.INT8), ("bias", (24,)), ("input_scale", ()),
+                    ("weight_scale", ())], {"num_heads": 2, "past_present_share_buffer": 1},
+     "past_present_share_buffer=1"),
     ("Attention", [("input", (1, 2, 8)), ("weights", (8, 24))], {"num_heads": 2, "do_rotary": 1}, "do_rotary=1"),
     ("MultiHeadAttention", [("query", (1, 2, 8, 3, 4))], {"num_heads": 2}, "packed QKV"),
     ("FusedGemm", [("A", (2, 3)), ("B", (3, 4))], {"activation": "Gelu"}, "activation 'Gelu'"),
@@ -558,7 +579,7 @@ def test_gpt2_optimized_by_onnxruntime(tmp_path):
 def test_unsupported_variants_are_refused_by_name(op, inputs, attrs, what):
     import onnxc
     types = {"seqlens_k": T.INT32, "total_sequence_length": T.INT32, "position_ids": T.INT64}
-    specs = [(n, types.get(n, F), s) for n, s in inputs]
+    specs = [(n, elem[0] if elem else types.get(n, F), s) for n, s, *elem in inputs]
     model = ms_model(op, specs, [("out", F, ["d"])], **attrs)
     with pytest.raises(onnxc.capi.onnxruntime_pybind11_state.NotImplemented, match=what):
         onnxc.InferenceSession(model.SerializeToString())
