@@ -458,6 +458,17 @@ def test_multi_head_attention(case):
     assert_matches_ort(model, feeds)
 
 
+@pytest.mark.parametrize("case", [{}, {"mask": "2d"}, {"past": 2, "present": True, "mask": "end"}])
+def test_multi_head_attention_keys_split_into_heads(case):
+    """key and value as (B, N, L, d), as Whisper's decoder passes its cross-attention keys."""
+    heads, d = 2, 8
+    model, feeds = _mha_case(np.random.default_rng(26), 2, 4, 6, heads * d, heads, **case)
+    for i, name in ((1, "key"), (2, "value")):
+        feeds[name] = feeds[name].reshape(2, 6, heads, d).transpose(0, 2, 1, 3).copy()
+        model.graph.input[i].CopyFrom(helper.make_tensor_value_info(name, F, ("b", heads, "l", d)))
+    assert_matches_ort(model, feeds)
+
+
 # --- RotaryEmbedding ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("interleaved", [0, 1])
@@ -572,6 +583,8 @@ def test_gpt2_optimized_by_onnxruntime(tmp_path):
      "past_present_share_buffer=1"),
     ("Attention", [("input", (1, 2, 8)), ("weights", (8, 24))], {"num_heads": 2, "do_rotary": 1}, "do_rotary=1"),
     ("MultiHeadAttention", [("query", (1, 2, 8, 3, 4))], {"num_heads": 2}, "packed QKV"),
+    ("MultiHeadAttention", [("query", (1, 2, 8)), ("key", (1, 2, 3, 4)), ("value", (1, 2, 3, 4)), ("bias", (24,))],
+     {"num_heads": 2}, "a bias with 4-D key and value"),
     ("FusedGemm", [("A", (2, 3)), ("B", (3, 4))], {"activation": "Gelu"}, "activation 'Gelu'"),
     ("RotaryEmbedding", [("input", (1, 2, 8)), ("position_ids", (1,)), ("cos_cache", (4, 2)), ("sin_cache", (4, 2))],
      {"num_heads": 2, "is_packed_batching": 1}, "is_packed_batching=1"),
