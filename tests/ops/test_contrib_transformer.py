@@ -534,22 +534,46 @@ def test_group_query_attention(case):
     assert_matches_ort(model, feeds)
 
 
+def _packed(model, feeds):
+    """The GroupQueryAttention case with Q, K and V in one query input (key and value omitted)."""
+    packed = np.concatenate([feeds.pop("query"), feeds.pop("key"), feeds.pop("value")], axis=-1)
+    graph = model.graph
+    graph.node[0].input[1], graph.node[0].input[2] = "", ""
+    graph.input[0].CopyFrom(helper.make_tensor_value_info("query", F, ("b", "s", packed.shape[-1])))
+    del graph.input[1:3]
+    return model, feeds | {"query": packed}
+
+
 @pytest.mark.parametrize("case", [(2, 5, 4, 2, None, (5, 3), 5), (2, 1, 4, 2, 6, (7, 4), 7)])
 def test_group_query_attention_packed_qkv(case):
     """query holding Q, K and V (key and value omitted), as onnxruntime-genai's models pass them:
     the same results as the three inputs given apart."""
     batch, seq, heads, kv_heads, past, lengths, total = case
-    model, feeds = _gqa_case(np.random.default_rng(25), batch, seq, heads, kv_heads, 8, past, lengths, total)
-    packed = np.concatenate([feeds.pop("query"), feeds.pop("key"), feeds.pop("value")], axis=-1)
-    graph = model.graph
-    node = graph.node[0]
-    node.input[1], node.input[2] = "", ""
-    graph.input[0].CopyFrom(helper.make_tensor_value_info("query", F, ("b", "s", packed.shape[-1])))
-    del graph.input[1:3]
-    expected = assert_matches_ort(model, feeds | {"query": packed})
+    model, feeds = _packed(*_gqa_case(np.random.default_rng(25), batch, seq, heads, kv_heads, 8, past, lengths,
+                                      total))
+    expected = assert_matches_ort(model, feeds)
     model, feeds = _gqa_case(np.random.default_rng(25), batch, seq, heads, kv_heads, 8, past, lengths, total)
     for a, e in zip(run_onnxc(model, feeds), expected):
         np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("case,interleaved,half,packed", [
+    ((2, 5, 4, 2, None, (5, 3), 5), 0, 16, False),      # a right-padded first prompt, the whole head rotated
+    ((2, 1, 4, 2, 6, (7, 4), 7), 1, 8, False),          # generated tokens at their cache rows, half the head
+    ((1, 3, 4, 1, 4, (7,), 7), 0, 8, True),             # several new tokens, packed QKV
+])
+def test_group_query_attention_rotary(case, interleaved, half, packed):
+    """do_rotary: Q and K rotated at the positions of their cache rows (head size 32; onnxruntime
+    takes multiples of 16, and rotary halves of multiples of 8)."""
+    batch, seq, heads, kv_heads, past, lengths, total = case
+    rng = np.random.default_rng(27)
+    model, feeds = _gqa_case(rng, batch, seq, heads, kv_heads, 32, past, lengths, total, do_rotary=1,
+                             rotary_interleaved=interleaved)
+    angles = np.arange(16)[:, None] * rng.uniform(0.1, 1, half)[None]
+    feeds |= {"cos_cache": np.cos(angles).astype(np.float32), "sin_cache": np.sin(angles).astype(np.float32)}
+    model.graph.node[0].input.extend(["cos_cache", "sin_cache"])
+    model.graph.input.extend([helper.make_tensor_value_info(n, F, [16, half]) for n in ("cos_cache", "sin_cache")])
+    assert_matches_ort(*(_packed(model, feeds) if packed else (model, feeds)))
 
 
 def test_group_query_attention_scale():
@@ -574,7 +598,7 @@ def test_gpt2_optimized_by_onnxruntime(tmp_path):
 @pytest.mark.parametrize("op,inputs,attrs,what", [
     ("GroupQueryAttention", [("query", (1, 2, 16)), ("key", (1, 2, 8)), ("value", (1, 2, 8)), ("", ()), ("", ()),
                              ("seqlens_k", (1,)), ("total_sequence_length", ())],
-     {"num_heads": 2, "kv_num_heads": 1, "do_rotary": 1}, "do_rotary=1"),
+     {"num_heads": 2, "kv_num_heads": 1, "softcap": 5.0}, "softcap=5.0"),
     ("GroupQueryAttention", [("query", (1, 2, 16)), ("key", (1, 2, 8)), ("value", (1, 2, 8)), ("", ()), ("", ()),
                              ("seqlens_k", (1,)), ("total_sequence_length", ())],
      {"num_heads": 2, "kv_num_heads": 1, "local_window_size": 4}, "local_window_size=4"),
