@@ -108,6 +108,13 @@ class Composite(OpDef):
         return e.result()
 
 
+def one_value(e: Expansion, node: Node, v: Value, what: str) -> Value:
+    """``v`` (a scale or zero point) as a scalar; it must hold one value, as a scalar or [1]."""
+    if v.shape not in ((), (1,)):
+        raise invalid(node, f"{what} must hold one value, got shape {list(v.shape)}")
+    return e.op("Squeeze", [v]) if v.shape else v
+
+
 def rms_inv_std(e: Expansion, x: Value, like: Value, axis: int, epsilon: float,
                 outputs: Optional[list[Value]] = None) -> Value:
     """1 / sqrt(mean(x^2) + epsilon) over the axes from ``axis`` on, those axes kept as 1s;

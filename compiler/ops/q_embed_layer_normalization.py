@@ -1,7 +1,7 @@
 """com.microsoft QEmbedLayerNormalization: EmbedLayerNormalization with 8-bit tables, as
 onnxruntime's quantize_dynamic writes it for BERT's fused embedding layer."""
 from .. import dtypes as dt
-from ._contrib import MS, Composite, Expansion, attributes, invalid
+from ._contrib import MS, Composite, Expansion, attributes, invalid, one_value
 from .embed_layer_normalization import embed_layer_norm
 from .registry import register
 
@@ -34,8 +34,5 @@ def _dequantized(e: Expansion, node, i: int):
         raise invalid(node, f"{name}, its scale and its zero point are required")
     if table.dtype not in (dt.INT8, dt.UINT8) or scale.dtype is not dt.FLOAT:
         raise invalid(node, f"{name} must be int8 or uint8 (got {table.dtype}) with a float scale (got {scale.dtype})")
-    for v, what in ((scale, "scale"), (zero, "zero point")):
-        if v.shape not in ((), (1,)):
-            raise invalid(node, f"the {name} {what} must hold one value, got shape {list(v.shape)}")
-    scalar = [e.op("Squeeze", [v]) if v.shape else v for v in (scale, zero)]
-    return e.op("DequantizeLinear", [table, *scalar])
+    scalars = [one_value(e, node, v, f"the {name} {what}") for v, what in ((scale, "scale"), (zero, "zero point"))]
+    return e.op("DequantizeLinear", [table, *scalars])

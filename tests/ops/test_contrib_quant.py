@@ -589,3 +589,22 @@ def test_qembed_layer_normalization(t, segments, mask):
     model = ms_model([node], [(n, TP.INT32, ["b", "s"]) for n in feeds],
                      [("layernorm_out", TP.FLOAT, ["b", "s", hidden]), ("mask_index_out", TP.INT32, ["b"])], inits)
     assert_matches_ort(model, feeds)
+
+
+# --- QLinearWhere ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("same_scale", [False, True])
+@pytest.mark.parametrize("shapes", [([256], [256], [256]), ([4, 1], [1, 256], [256])])
+def test_qlinear_where(t, same_scale, shapes):
+    """Every 8-bit value of X and Y, broadcasting; exactly: the same float32 dequantize and
+    quantize per value as onnxruntime's tables (Z's scale and zero point also X's: a copy)."""
+    c_shape, x_shape, y_shape = shapes
+    inits = qparams(t, "xyz", 3)
+    if same_scale:
+        inits = [init("x_s", numpy_helper.to_array(inits[4])), init("x_z", numpy_helper.to_array(inits[5]))] + inits[2:]
+    node = helper.make_node("QLinearWhere", ["c", "x", "x_s", "x_z", "y", "y_s", "y_z", "z_s", "z_z"], ["z"], domain=MS)
+    model = ms_model([node], [("c", TP.BOOL, c_shape), ("x", ONNX_TYPE[t], x_shape), ("y", ONNX_TYPE[t], y_shape)],
+                     [("z", ONNX_TYPE[t], list(np.broadcast_shapes(*shapes)))], inits)
+    feeds = {"c": RNG.random(c_shape) > 0.5, "x": every_value(t, x_shape), "y": every_value(t, y_shape)}
+    assert_matches_ort(model, feeds)
