@@ -77,7 +77,8 @@ class GroupQueryAttention(Composite):
             e.op("Sub", [e.op("Add", [last_row, ints(1)]), seq])
         if rotary:
             # token i of entry b is at position start_b + i, its cache row
-            steps = e.op("Range", [e.const(np.array(0, np.int64)), e.op("Squeeze", [seq]), e.const(np.array(1, np.int64))])
+            steps = e.op("Range", [e.const(np.array(0, np.int64)), e.op("Squeeze", [seq]),
+                                   e.const(np.array(1, np.int64))])
             positions = e.op("Expand", [e.op("Add", [e.op("Reshape", [start, ints(-1, 1)]), steps]),
                                         e.op("Shape", [q], start=0, end=2)])
             cos, sin = node.inputs[7:9]

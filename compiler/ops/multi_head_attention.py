@@ -11,9 +11,10 @@ from .registry import register
 @register("MultiHeadAttention", since=1, domain=MS)
 class MultiHeadAttention(Composite):
     """output = softmax((Q + bq)(K + bk)^T * scale + mask + attention_bias)(V + bv) per head, Q
-    (B, S, hidden), K and V (B, L, hidden) or already split into heads (B, N, L, d); past_key / past_value (B, N, P, d) are prepended to K
-    and V and present_key / present_value return the result. key_padding_mask as the Attention
-    op's mask_index (end positions, 2-D or 3-D 0/1 masks; masked keys get mask_filter_value)."""
+    (B, S, hidden), K and V (B, L, hidden) or already split into heads (B, N, L, d); past_key /
+    past_value (B, N, P, d) are prepended to K and V and present_key / present_value return the
+    result. key_padding_mask as the Attention op's mask_index (end positions, 2-D or 3-D 0/1 masks;
+    masked keys get mask_filter_value)."""
 
     def expand(self, node, e):
         attrs = attributes(node, {"num_heads": None, "unidirectional": 0, "scale": None, "mask_filter_value": -10000.0})

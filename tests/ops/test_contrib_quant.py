@@ -480,7 +480,8 @@ def qattention_model(x_t, w_t, per_column, mask=None, past=0, batch=2, seq=4, hi
     rng = np.random.default_rng(seed)
     total, d, columns = past + seq, hidden // heads, [3 * hidden] if per_column else []
     x_zero = rng.integers(*RANGE[x_t], endpoint=True)
-    inits = [init("weight", weights(w_t, [hidden, 3 * hidden])), init("bias", rng.normal(0, 0.3, 3 * hidden).astype(np.float32)),
+    inits = [init("weight", weights(w_t, [hidden, 3 * hidden])),
+             init("bias", rng.normal(0, 0.3, 3 * hidden).astype(np.float32)),
              init("input_scale", np.float32(0.02)),
              init("weight_scale", rng.uniform(0.001, 0.01, columns).astype(np.float32)),
              init("input_zero_point", x_t(x_zero)), init("weight_zero_point", weights(w_t, columns))]
@@ -524,9 +525,9 @@ def test_qattention_masks(mask):
     assert_matches_ort(model, feeds)
 
 
-@pytest.mark.parametrize("case", [{"unidirectional": 1}, {"past": 3}, {"past": 3, "unidirectional": 1, "mask": "2d"},
-                                  {"past": 2, "mask": "end"}, {"scale": 0.3, "mask_filter_value": -1000.0, "mask": "2d"},
-                                  {"batch": 1, "seq": 7, "hidden": 24, "heads": 3}])
+@pytest.mark.parametrize("case", [
+    {"unidirectional": 1}, {"past": 3}, {"past": 3, "unidirectional": 1, "mask": "2d"}, {"past": 2, "mask": "end"},
+    {"scale": 0.3, "mask_filter_value": -1000.0, "mask": "2d"}, {"batch": 1, "seq": 7, "hidden": 24, "heads": 3}])
 def test_qattention_variants(case):
     model, feeds = qattention_model(np.uint8, np.int8, True, **case)
     assert_matches_ort(model, feeds)
@@ -573,7 +574,8 @@ def test_qembed_layer_normalization(t, segments, mask):
               "beta": (hidden,)}
     if not segments:
         del shapes["segment"]
-    inits = [init(f"{name}_q", rng.integers(*RANGE[t], shape, endpoint=True).astype(t)) for name, shape in shapes.items()]
+    inits = [init(f"{name}_q", rng.integers(*RANGE[t], shape, endpoint=True).astype(t))
+             for name, shape in shapes.items()]
     inits += [init(f"{name}_s", np.float32(rng.uniform(0.002, 0.05))) for name in shapes]
     inits += [init(f"{name}_z", t(rng.integers(*RANGE[t], endpoint=True))) for name in shapes]
     feeds = {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int32)}
