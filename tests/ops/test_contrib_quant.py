@@ -610,3 +610,26 @@ def test_qlinear_where(t, same_scale, shapes):
                      [("z", ONNX_TYPE[t], list(np.broadcast_shapes(*shapes)))], inits)
     feeds = {"c": RNG.random(c_shape) > 0.5, "x": every_value(t, x_shape), "y": every_value(t, y_shape)}
     assert_matches_ort(model, feeds)
+
+
+def test_info_marks_quantized_contrib_ops(tmp_path, capsys):
+    """onnxc info marks QAttention and QLinearWhere supported and names a contrib op onnxc lacks."""
+    import onnx
+
+    from onnxc import cli
+    model, _ = qattention_model(np.uint8, np.int8, False)
+    where = helper.make_node("QLinearWhere", ["c", "q", "input_scale", "input_zero_point", "q", "input_scale",
+                                              "input_zero_point", "input_scale", "input_zero_point"], ["w"], domain=MS)
+    missing = helper.make_node("QOrderedMatMul", ["w"], ["y"], domain=MS)
+    model.graph.node.extend([helper.make_node("QuantizeLinear", ["output", "input_scale", "input_zero_point"], ["q"]),
+                             where, missing])
+    model.graph.input.append(helper.make_tensor_value_info("c", TP.BOOL, ["b", "s", 16]))
+    model.graph.output.append(helper.make_tensor_value_info("y", TP.FLOAT, ["b", "s", 16]))
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    code = cli.main(["info", str(path)])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "1 operator(s) not supported: com.microsoft::QOrderedMatMul" in out
+    for op in ("QAttention", "QLinearWhere"):
+        assert re.search(rf"com\.microsoft::{op} \(opset 1\): 1 node\(s\)\s+ok", out), out
