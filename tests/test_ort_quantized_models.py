@@ -12,6 +12,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from helpers import assert_matches_ort, run_ort
+from tools import require_module
 
 quantization = pytest.importorskip("onnxruntime.quantization")
 RNG = np.random.default_rng(21)
@@ -107,6 +108,39 @@ def test_quantize_dynamic_lstm(tmp_path, direction):
     out = assert_matches_ort(q, {"x": x}, rtol=0, atol=5e-3)
     for a, f in zip(out, run_ort(float_lstm, {"x": x})):
         np.testing.assert_allclose(a, f, rtol=0, atol=0.05)
+
+
+def fused_bert(tmp_path) -> onnx.ModelProto:
+    """A BERT encoder (tests/models.py) as onnxruntime's transformer optimizer fuses it:
+    EmbedLayerNormalization, Attention, SkipLayerNormalization and BiasGelu."""
+    require_module("sympy")     # the optimizer's symbolic shape inference
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    from models import bert_export
+    src, dst = tmp_path / "bert.onnx", tmp_path / "fused.onnx"
+    onnx.save(bert_export(), src)
+    optimize_model(str(src), model_type="bert", opt_level=0, num_heads=2, hidden_size=32).save_model_to_file(str(dst))
+    return onnx.load(dst)
+
+
+@pytest.mark.parametrize("weight_type", ["QInt8", "QUInt8"])
+def test_quantize_dynamic_fused_bert(tmp_path, weight_type):
+    """quantize_dynamic turns the fused Attention into QAttention (8-bit QKV projection) and
+    EmbedLayerNormalization into QEmbedLayerNormalization (8-bit tables). The integer products
+    are exact in both; float sums in another order stay within 1e-4 relative, and no
+    DynamicQuantizeLinear in between rounds a value to another code on these inputs. onnx's shape
+    inference cannot type the outputs of com.microsoft nodes: DefaultTensorType says they are float."""
+    q = quantized(tmp_path, fused_bert(tmp_path), quantization.quantize_dynamic,
+                  weight_type=getattr(quantization.QuantType, weight_type), reduce_range=True,
+                  extra_options={"DefaultTensorType": TP.FLOAT})
+    found = ops(q)
+    assert found[("com.microsoft", "QAttention")] == 2 and found[("com.microsoft", "QEmbedLayerNormalization")] == 1, \
+        dict(found)
+    assert found[("com.microsoft", "Attention")] == 0 and found[("com.microsoft", "EmbedLayerNormalization")] == 0
+    for batch, seq, lengths in ((2, 7, (7, 4)), (1, 3, (3,)), (3, 16, (16, 1, 9))):
+        feeds = {"input_ids": RNG.integers(0, 50, (batch, seq)), "token_type_ids": RNG.integers(0, 2, (batch, seq)),
+                 "attention_mask": (np.arange(seq)[None] < np.array(lengths)[:, None]).astype(np.int64)}
+        assert_matches_ort(q, feeds)
 
 
 # --- quantize_static ----------------------------------------------------------------------------

@@ -76,6 +76,18 @@ class Expansion:
         self.nodes.append(node)
         return outs[0] if len(outs) == 1 else outs
 
+    def contrib(self, op_type: str, inputs: Sequence[Optional[Value]], outputs: Optional[Sequence[Value]] = None,
+                n_out: int = 1, **attrs: Any):
+        """Append com.microsoft ``op_type`` (version 1; its inference fills in the defaults):
+        for a product onnxc computes in one kernel that standard ops would split, such as
+        MatMulIntegerToFloat."""
+        outs = list(outputs) if outputs is not None else [self._value(op_type.lower()) for _ in range(n_out)]
+        node = Node(op_type, MS, self.node.name, list(inputs), outs, dict(attrs), 1, lookup(MS, op_type, 1), 1)
+        for out in outs:
+            out.producer = node
+        self.nodes.append(node)
+        return outs[0] if len(outs) == 1 else outs
+
     def into(self, i: int) -> Optional[list[Value]]:
         """The contrib node's output ``i`` as the outputs list of the node that computes it."""
         return [self.node.outputs[i]] if i < len(self.node.outputs) else None
@@ -94,6 +106,13 @@ class Composite(OpDef):
         e = Expansion(node)
         self.expand(node, e)
         return e.result()
+
+
+def one_value(e: Expansion, node: Node, v: Value, what: str) -> Value:
+    """``v`` (a scale or zero point) as a scalar; it must hold one value, as a scalar or [1]."""
+    if v.shape not in ((), (1,)):
+        raise invalid(node, f"{what} must hold one value, got shape {list(v.shape)}")
+    return e.op("Squeeze", [v]) if v.shape else v
 
 
 def rms_inv_std(e: Expansion, x: Value, like: Value, axis: int, epsilon: float,

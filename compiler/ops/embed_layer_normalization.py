@@ -2,7 +2,7 @@
 their sum and its LayerNormalization, plus the number of attended tokens per batch row."""
 import numpy as np
 
-from ._contrib import MS, Composite, attributes
+from ._contrib import MS, Composite, Expansion, attributes
 from .registry import register
 
 
@@ -15,20 +15,27 @@ class EmbedLayerNormalization(Composite):
     def expand(self, node, e):
         epsilon = attributes(node, {"epsilon": 1e-12, "mask_index_type": None})["epsilon"]
         ids, segments, words, positions, segment_table, gamma, beta = (node.input(i) for i in range(7))
-        mask, position_ids = node.input(7), node.input(8)
-        total = e.op("Gather", [words, ids], axis=0)
-        if position_ids is None:
-            count = e.op("Shape", [ids], start=1, end=2)
-            position_rows = e.op("Slice", [positions, e.const(np.array([0], np.int64)), count,
-                                           e.const(np.array([0], np.int64))])
-        else:
-            position_rows = e.op("Gather", [positions, position_ids], axis=0)
-        last = e.into(2) if segments is None else None
-        total = e.op("Add", [total, position_rows], last)
-        if segments is not None:
-            total = e.op("Add", [total, e.op("Gather", [segment_table, segments], axis=0)], e.into(2))
-        e.op("LayerNormalization", [total, gamma, beta], e.into(0), axis=-1, epsilon=epsilon)
-        if len(node.outputs) > 1:
-            rows = mask if mask is not None else e.op("Mul", [ids, e.const(np.array(0, ids.dtype.np))])
-            count = e.op("ReduceSum", [rows, e.const(np.array([1], np.int64))], keepdims=0)
-            e.op("Cast", [count], e.into(1), to=6)
+        embed_layer_norm(e, node, ids, segments, (words, positions, segment_table, gamma, beta),
+                         mask=node.input(7), position_ids=node.input(8), epsilon=epsilon)
+
+
+def embed_layer_norm(e: Expansion, node, ids, segments, tables: tuple, mask, position_ids, epsilon: float) -> None:
+    """EmbedLayerNormalization's outputs from float ``tables`` (word, position and segment
+    embeddings (None without segments), gamma, beta), into the node's outputs."""
+    words, positions, segment_table, gamma, beta = tables
+    total = e.op("Gather", [words, ids], axis=0)
+    if position_ids is None:
+        count = e.op("Shape", [ids], start=1, end=2)
+        position_rows = e.op("Slice", [positions, e.const(np.array([0], np.int64)), count,
+                                       e.const(np.array([0], np.int64))])
+    else:
+        position_rows = e.op("Gather", [positions, position_ids], axis=0)
+    last = e.into(2) if segments is None else None
+    total = e.op("Add", [total, position_rows], last)
+    if segments is not None:
+        total = e.op("Add", [total, e.op("Gather", [segment_table, segments], axis=0)], e.into(2))
+    e.op("LayerNormalization", [total, gamma, beta], e.into(0), axis=-1, epsilon=epsilon)
+    if len(node.outputs) > 1:
+        rows = mask if mask is not None else e.op("Mul", [ids, e.const(np.array(0, ids.dtype.np))])
+        count = e.op("ReduceSum", [rows, e.const(np.array([1], np.int64))], keepdims=0)
+        e.op("Cast", [count], e.into(1), to=6)

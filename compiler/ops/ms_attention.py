@@ -6,6 +6,11 @@ from ._contrib import MS, Composite, Expansion, attributes, invalid, refuse
 from .registry import register
 
 
+# The attributes com.microsoft Attention and QAttention share, with onnxruntime's defaults.
+ATTRIBUTES = {"num_heads": None, "unidirectional": 0, "scale": None, "mask_filter_value": -10000.0, "do_rotary": 0,
+              "past_present_share_buffer": 0}
+
+
 @register("Attention", since=1, domain=MS)
 class MsAttention(Composite):
     """Q, K, V = split(input @ weights + bias); output = softmax(Q K^T * scale + mask) V per head.
@@ -14,39 +19,60 @@ class MsAttention(Composite):
     is prepended to K and V, present returns the result; unidirectional masks later keys."""
 
     def expand(self, node, e):
-        attrs = attributes(node, {"num_heads": None, "qkv_hidden_sizes": None, "unidirectional": 0, "scale": None,
-                                  "mask_filter_value": -10000.0, "do_rotary": 0, "past_present_share_buffer": 0,
-                                  "rotary_embedding_dim": 0})
-        if "num_heads" not in attrs:
-            raise invalid(node, "the num_heads attribute is required")
-        for name in ("do_rotary", "past_present_share_buffer"):
-            if attrs[name]:
-                raise refuse(node, f"{name}=1")
+        attrs = attention_attributes(node, {"qkv_hidden_sizes": None, "rotary_embedding_dim": 0})
         if node.input(6) is not None:
             raise refuse(node, "the past_sequence_length input")
         x, weights = node.inputs[:2]
-        heads = int(attrs["num_heads"])
-        sizes = attrs.get("qkv_hidden_sizes") or (weights.shape[1] // 3,) * 3
-        if len(sizes) != 3 or sizes[0] != sizes[1] or any(not isinstance(s, int) or s % heads for s in sizes):
-            raise invalid(node, f"qkv_hidden_sizes {list(sizes)} must be three multiples of num_heads "
-                                f"{heads}, the first two equal")
+        sizes = qkv_sizes(node, weights, int(attrs["num_heads"]), attrs.get("qkv_hidden_sizes"))
         qkv = e.op("MatMul", [x, weights])
         if node.input(2) is not None:
             qkv = e.op("Add", [qkv, node.inputs[2]])
-        q, k, v = e.op("Split", [qkv, e.const(np.array(sizes, np.int64))], n_out=3, axis=-1)
-        past = node.input(4)
-        past_kv = [e.op("Gather", [past, e.const(np.array(i, np.int64))], axis=0) for i in (0, 1)] if past else []
-        mask = additive_mask(e, node, node.input(3), x, (past, 3) if past else None, attrs["mask_filter_value"])
-        if node.input(5) is not None:
-            mask = node.inputs[5] if mask is None else e.op("Add", [mask, node.inputs[5]])
-        present = len(node.outputs) > 1
-        extra = {"scale": attrs["scale"]} if "scale" in attrs else {}
-        outputs = e.into(0) + ([e.new("present_key"), e.new("present_value")] if present else [])
-        e.op("Attention", [q, k, v, mask] + past_kv, outputs, q_num_heads=heads, kv_num_heads=heads,
-             is_causal=int(attrs["unidirectional"]), **extra)
-        if present:
-            halves = [e.op("Unsqueeze", [t, e.const(np.array([0], np.int64))]) for t in outputs[1:]]
-            e.op("Concat", halves, e.into(1), axis=0)
+        self_attention(e, node, attrs, x, qkv, sizes, mask=node.input(3), past=node.input(4),
+                       attention_bias=node.input(5))
+
+
+def attention_attributes(node, extra: dict) -> dict:
+    """The attributes of an Attention-like node (``ATTRIBUTES`` and ``extra``), the variants
+    onnxc does not compute refused."""
+    attrs = attributes(node, ATTRIBUTES | extra)
+    if "num_heads" not in attrs:
+        raise invalid(node, "the num_heads attribute is required")
+    for name in ("do_rotary", "past_present_share_buffer"):
+        if attrs[name]:
+            raise refuse(node, f"{name}=1")
+    return attrs
+
+
+def qkv_sizes(node, weights, heads: int, sizes=None) -> tuple:
+    """The hidden sizes of Q, K and V: ``sizes`` (qkv_hidden_sizes) or a third of the weights'
+    columns each, checked against num_heads."""
+    if len(weights.shape) != 2 or not isinstance(weights.shape[1], int):
+        raise invalid(node, f"weights of shape {list(weights.shape)} must be a matrix with a known column count")
+    sizes = tuple(sizes or (weights.shape[1] // 3,) * 3)
+    if len(sizes) != 3 or sizes[0] != sizes[1] or sum(sizes) != weights.shape[1] \
+            or any(not isinstance(s, int) or s <= 0 or s % heads for s in sizes):
+        raise invalid(node, f"qkv_hidden_sizes {list(sizes)} must be three multiples of num_heads {heads}, "
+                            f"the first two equal, adding up to the weights' {weights.shape[1]} columns")
+    return sizes
+
+
+def self_attention(e: Expansion, node, attrs: dict, x, qkv, sizes: tuple, mask, past, attention_bias=None) -> None:
+    """Attention's heads from the projected ``qkv`` (B, S, sum(sizes)) of input ``x``, into the
+    node's outputs (output, and present when it has one)."""
+    heads = int(attrs["num_heads"])
+    q, k, v = e.op("Split", [qkv, e.const(np.array(sizes, np.int64))], n_out=3, axis=-1)
+    past_kv = [e.op("Gather", [past, e.const(np.array(i, np.int64))], axis=0) for i in (0, 1)] if past else []
+    mask = additive_mask(e, node, mask, x, (past, 3) if past else None, attrs["mask_filter_value"])
+    if attention_bias is not None:
+        mask = attention_bias if mask is None else e.op("Add", [mask, attention_bias])
+    present = len(node.outputs) > 1
+    extra = {"scale": attrs["scale"]} if "scale" in attrs else {}
+    outputs = e.into(0) + ([e.new("present_key"), e.new("present_value")] if present else [])
+    e.op("Attention", [q, k, v, mask] + past_kv, outputs, q_num_heads=heads, kv_num_heads=heads,
+         is_causal=int(attrs["unidirectional"]), **extra)
+    if present:
+        halves = [e.op("Unsqueeze", [t, e.const(np.array([0], np.int64))]) for t in outputs[1:]]
+        e.op("Concat", halves, e.into(1), axis=0)
 
 
 def additive_mask(e: Expansion, node, mask, x, past, filter_value: float):

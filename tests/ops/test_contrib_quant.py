@@ -2,12 +2,15 @@
 exactly, float outputs within the tolerance each test states."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from helpers import assert_matches_ort, make_model
+from helpers import assert_matches_ort, make_model, run_onnxc, run_ort
 
 MS = "com.microsoft"
 RNG = np.random.default_rng(11)
@@ -437,7 +440,6 @@ def test_dynamic_quantize_lstm_without_initial_state_starts_from_zeros():
     """onnxruntime 1.32 gives other first steps when initial_h / initial_c are omitted (up to 0.2
     from its own float LSTM, against 0.004 with explicit zero states): onnxc starts from zeros as
     the LSTM spec says, so the omitted states must give exactly what explicit zeros give."""
-    from helpers import run_onnxc
     omitted, shape = quantized_lstm_model("bidirectional", np.int8, True, states=False)
     zeros, _ = quantized_lstm_model("bidirectional", np.int8, True, states=False)
     node = zeros.graph.node[0]
@@ -466,3 +468,168 @@ def test_ms_quantize_int4_and_dequantize():
     z = helper.make_tensor("z", TP.INT4, [], [-2])
     model = ms_model([q, dq], [("x", TP.FLOAT, [40])], [("y", TP.FLOAT, [40])], [init("s", np.float32(0.5)), z])
     assert_matches_ort(model, {"x": (np.arange(-20, 20) * 0.25).astype(np.float32)}, rtol=0, atol=0)
+
+
+# --- QAttention, QEmbedLayerNormalization -------------------------------------------------------
+
+def qattention_model(x_t, w_t, per_column, mask=None, past=0, batch=2, seq=4, hidden=16, heads=2, seed=0,
+                     **attrs):
+    """A QAttention node over input (batch, seq, hidden) of type x_t, its weight of type w_t
+    (7-bit int8 values: see weights()) with a scale and zero point per tensor or per column;
+    ``mask``: None, "end", "end_start", "2d" or "3d" as in Attention's tests. The model and feeds."""
+    rng = np.random.default_rng(seed)
+    total, d, columns = past + seq, hidden // heads, [3 * hidden] if per_column else []
+    x_zero = rng.integers(*RANGE[x_t], endpoint=True)
+    inits = [init("weight", weights(w_t, [hidden, 3 * hidden])),
+             init("bias", rng.normal(0, 0.3, 3 * hidden).astype(np.float32)),
+             init("input_scale", np.float32(0.02)),
+             init("weight_scale", rng.uniform(0.001, 0.01, columns).astype(np.float32)),
+             init("input_zero_point", x_t(x_zero)), init("weight_zero_point", weights(w_t, columns))]
+    feeds = {"input": rng.integers(*RANGE[x_t], (batch, seq, hidden), endpoint=True).astype(x_t)}
+    inputs = [("input", ONNX_TYPE[x_t], ["b", "s", hidden])]
+    names = ["input", "weight", "bias", "input_scale", "weight_scale", "", "input_zero_point", "weight_zero_point"]
+    lengths = rng.integers(1, total + 1, batch)
+    if mask is not None:
+        names[5] = "mask_index"
+        if mask in ("end", "end_start"):
+            starts = np.minimum(rng.integers(0, 2, batch), lengths - 1)
+            feeds["mask_index"] = (lengths if mask == "end" else np.concatenate([lengths, starts])).astype(np.int32)
+        elif mask == "2d":
+            feeds["mask_index"] = (np.arange(total)[None, :] < lengths[:, None]).astype(np.int32)
+        else:
+            feeds["mask_index"] = (rng.random((batch, seq, total)) > 0.3).astype(np.int32)
+            feeds["mask_index"][:, :, 0] = 1
+        inputs.append(("mask_index", TP.INT32, list(feeds["mask_index"].shape)))
+    outputs = [("output", TP.FLOAT, ["b", "s", hidden])]
+    if past:
+        names.append("past")
+        feeds["past"] = rng.normal(0, 1, (2, batch, heads, past, d)).astype(np.float32)
+        inputs.append(("past", TP.FLOAT, [2, "b", heads, "p", d]))
+        outputs.append(("present", TP.FLOAT, [2, "b", heads, "t", d]))
+    node = helper.make_node("QAttention", names, [n for n, _, _ in outputs], domain=MS, num_heads=heads, **attrs)
+    return ms_model([node], inputs, outputs, inits), feeds
+
+
+@pytest.mark.parametrize("w_t", [np.int8, np.uint8])
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qattention(w_t, per_column):
+    """The QKV product is exact in both (int32 sums scaled in float32 alike); the attention that
+    follows sums float32 in another order: within the default tolerance."""
+    model, feeds = qattention_model(np.uint8, w_t, per_column, mask="end")
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("mask", [None, "end_start", "2d", "3d"])
+def test_qattention_masks(mask):
+    model, feeds = qattention_model(np.uint8, np.uint8, False, mask=mask)
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("case", [
+    {"unidirectional": 1}, {"past": 3}, {"past": 3, "unidirectional": 1, "mask": "2d"}, {"past": 2, "mask": "end"},
+    {"scale": 0.3, "mask_filter_value": -1000.0, "mask": "2d"}, {"batch": 1, "seq": 7, "hidden": 24, "heads": 3}])
+def test_qattention_variants(case):
+    model, feeds = qattention_model(np.uint8, np.int8, True, **case)
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("w_t,mask", [(np.int8, None), (np.uint8, "2d")])
+def test_qattention_int8_input(w_t, mask):
+    """onnxruntime's CPU kernel takes uint8 input only. int8 x with zero point z gives the same
+    differences x - z as uint8 x + 128 with zero point z + 128, so onnxruntime's result for that
+    model is the expected one."""
+    model, feeds = qattention_model(np.int8, w_t, True, mask=mask, unidirectional=1)
+    twin = onnx.ModelProto()
+    twin.CopyFrom(model)
+    twin.graph.input[0].type.tensor_type.elem_type = TP.UINT8
+    zero = next(t for t in twin.graph.initializer if t.name == "input_zero_point")
+    zero.CopyFrom(init(zero.name, np.uint8(int(numpy_helper.to_array(zero)) + 128)))
+    shifted = feeds | {"input": (feeds["input"].astype(np.int16) + 128).astype(np.uint8)}
+    for a, e in zip(run_onnxc(model, feeds), run_ort(twin, shifted)):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-5)
+
+
+def test_qattention_projects_with_8_bit_weights():
+    """The QKV projection is one MatMulIntegerToFloat node function on the 8-bit weights, not a
+    float MatMul of dequantized ones."""
+    import os
+
+    import onnxc
+    model, _ = qattention_model(np.uint8, np.int8, True, mask="end")
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    with open(os.path.join(sess.artifact_dir, "model.c"), encoding="utf-8") as f:
+        functions = re.findall(r"^ONNXC_NODE static int (node\d+_\w+)\(", f.read(), re.M)
+    assert any("_MatMulIntegerToFloat" in name for name in functions), functions
+    assert not any(re.search(r"_(Fused)?MatMul_|DequantizeLinear", name) for name in functions), functions
+
+
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("segments,mask", [(True, True), (False, False)])
+def test_qembed_layer_normalization(t, segments, mask):
+    """Tables dequantized in float32 as onnxruntime's kernel does; the layer normalization sums
+    in another order: within the default tolerance. mask_index_out exactly."""
+    rng = np.random.default_rng(9)
+    batch, seq, hidden, vocab = 2, 5, 16, 30
+    shapes = {"word": (vocab, hidden), "position": (8, hidden), "segment": (2, hidden), "gamma": (hidden,),
+              "beta": (hidden,)}
+    if not segments:
+        del shapes["segment"]
+    inits = [init(f"{name}_q", rng.integers(*RANGE[t], shape, endpoint=True).astype(t))
+             for name, shape in shapes.items()]
+    inits += [init(f"{name}_s", np.float32(rng.uniform(0.002, 0.05))) for name in shapes]
+    inits += [init(f"{name}_z", t(rng.integers(*RANGE[t], endpoint=True))) for name in shapes]
+    feeds = {"input_ids": rng.integers(0, vocab, (batch, seq)).astype(np.int32)}
+    if segments:
+        feeds["segment_ids"] = rng.integers(0, 2, (batch, seq)).astype(np.int32)
+    if mask:
+        feeds["mask"] = (np.arange(seq)[None, :] < np.array([[seq], [2]])).astype(np.int32)
+    tables = ["word", "position", "segment" if segments else "", "gamma", "beta"]
+    names = ["input_ids", "segment_ids" if segments else "", *[f"{n}_q" if n else "" for n in tables[:5]],
+             "mask" if mask else "", *[f"{n}_s" if n else "" for n in tables], *[f"{n}_z" if n else "" for n in tables]]
+    node = helper.make_node("QEmbedLayerNormalization", names, ["layernorm_out", "mask_index_out"], domain=MS,
+                            epsilon=1e-5)
+    model = ms_model([node], [(n, TP.INT32, ["b", "s"]) for n in feeds],
+                     [("layernorm_out", TP.FLOAT, ["b", "s", hidden]), ("mask_index_out", TP.INT32, ["b"])], inits)
+    assert_matches_ort(model, feeds)
+
+
+# --- QLinearWhere ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", [np.uint8, np.int8])
+@pytest.mark.parametrize("same_scale", [False, True])
+@pytest.mark.parametrize("shapes", [([256], [256], [256]), ([4, 1], [1, 256], [256])])
+def test_qlinear_where(t, same_scale, shapes):
+    """Every 8-bit value of X and Y, broadcasting; exactly: the same float32 dequantize and
+    quantize per value as onnxruntime's tables (Z's scale and zero point also X's: a copy)."""
+    c_shape, x_shape, y_shape = shapes
+    inits = qparams(t, "xyz", 3)
+    if same_scale:
+        inits = [init("x_s", numpy_helper.to_array(inits[4])), init("x_z", numpy_helper.to_array(inits[5]))] + inits[2:]
+    node = helper.make_node("QLinearWhere", ["c", "x", "x_s", "x_z", "y", "y_s", "y_z", "z_s", "z_z"], ["z"], domain=MS)
+    model = ms_model([node], [("c", TP.BOOL, c_shape), ("x", ONNX_TYPE[t], x_shape), ("y", ONNX_TYPE[t], y_shape)],
+                     [("z", ONNX_TYPE[t], list(np.broadcast_shapes(*shapes)))], inits)
+    feeds = {"c": RNG.random(c_shape) > 0.5, "x": every_value(t, x_shape), "y": every_value(t, y_shape)}
+    assert_matches_ort(model, feeds)
+
+
+def test_info_marks_quantized_contrib_ops(tmp_path, capsys):
+    """onnxc info marks QAttention and QLinearWhere supported and names a contrib op onnxc lacks."""
+    import onnx
+
+    from onnxc import cli
+    model, _ = qattention_model(np.uint8, np.int8, False)
+    where = helper.make_node("QLinearWhere", ["c", "q", "input_scale", "input_zero_point", "q", "input_scale",
+                                              "input_zero_point", "input_scale", "input_zero_point"], ["w"], domain=MS)
+    missing = helper.make_node("QOrderedMatMul", ["w"], ["y"], domain=MS)
+    model.graph.node.extend([helper.make_node("QuantizeLinear", ["output", "input_scale", "input_zero_point"], ["q"]),
+                             where, missing])
+    model.graph.input.append(helper.make_tensor_value_info("c", TP.BOOL, ["b", "s", 16]))
+    model.graph.output.append(helper.make_tensor_value_info("y", TP.FLOAT, ["b", "s", 16]))
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    code = cli.main(["info", str(path)])
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "1 operator(s) not supported: com.microsoft::QOrderedMatMul" in out
+    for op in ("QAttention", "QLinearWhere"):
+        assert re.search(rf"com\.microsoft::{op} \(opset 1\): 1 node\(s\)\s+ok", out), out

@@ -9,6 +9,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from helpers import assert_matches_ort, make_model, run_onnxc, run_ort
+from tools import require_module
 
 MS = "com.microsoft"
 F = T.FLOAT
@@ -389,7 +390,7 @@ def test_embed_layer_normalization(segments, mask, positions, outputs):
 # --- onnxruntime's transformer optimizer, end to end ------------------------------------------------
 
 def _optimized(model, model_type, tmp_path, **kwargs):
-    pytest.importorskip("sympy", reason="onnxruntime's transformer optimizer needs sympy")
+    require_module("sympy")     # the optimizer's symbolic shape inference
     from onnxruntime.transformers.optimizer import optimize_model
     path, optimized = tmp_path / "model.onnx", tmp_path / "optimized.onnx"
     onnx.save(model, path)
@@ -454,6 +455,17 @@ def test_multi_head_attention(case):
     kv = case.pop("kv", 6)
     model, feeds = _mha_case(np.random.default_rng(20), 2, kv if case.get("unidirectional") and not case.get("past")
                              else 4, kv, 16, 2, **case)
+    assert_matches_ort(model, feeds)
+
+
+@pytest.mark.parametrize("case", [{}, {"mask": "2d"}, {"past": 2, "present": True, "mask": "end"}])
+def test_multi_head_attention_keys_split_into_heads(case):
+    """key and value as (B, N, L, d), as Whisper's decoder passes its cross-attention keys."""
+    heads, d = 2, 8
+    model, feeds = _mha_case(np.random.default_rng(26), 2, 4, 6, heads * d, heads, **case)
+    for i, name in ((1, "key"), (2, "value")):
+        feeds[name] = feeds[name].reshape(2, 6, heads, d).transpose(0, 2, 1, 3).copy()
+        model.graph.input[i].CopyFrom(helper.make_tensor_value_info(name, F, ("b", heads, "l", d)))
     assert_matches_ort(model, feeds)
 
 
@@ -522,6 +534,48 @@ def test_group_query_attention(case):
     assert_matches_ort(model, feeds)
 
 
+def _packed(model, feeds):
+    """The GroupQueryAttention case with Q, K and V in one query input (key and value omitted)."""
+    packed = np.concatenate([feeds.pop("query"), feeds.pop("key"), feeds.pop("value")], axis=-1)
+    graph = model.graph
+    graph.node[0].input[1], graph.node[0].input[2] = "", ""
+    graph.input[0].CopyFrom(helper.make_tensor_value_info("query", F, ("b", "s", packed.shape[-1])))
+    del graph.input[1:3]
+    return model, feeds | {"query": packed}
+
+
+@pytest.mark.parametrize("case", [(2, 5, 4, 2, None, (5, 3), 5), (2, 1, 4, 2, 6, (7, 4), 7)])
+def test_group_query_attention_packed_qkv(case):
+    """query holding Q, K and V (key and value omitted), as onnxruntime-genai's models pass them:
+    the same results as the three inputs given apart."""
+    batch, seq, heads, kv_heads, past, lengths, total = case
+    model, feeds = _packed(*_gqa_case(np.random.default_rng(25), batch, seq, heads, kv_heads, 8, past, lengths,
+                                      total))
+    expected = assert_matches_ort(model, feeds)
+    model, feeds = _gqa_case(np.random.default_rng(25), batch, seq, heads, kv_heads, 8, past, lengths, total)
+    for a, e in zip(run_onnxc(model, feeds), expected):
+        np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("case,interleaved,half,packed", [
+    ((2, 5, 4, 2, None, (5, 3), 5), 0, 16, False),      # a right-padded first prompt, the whole head rotated
+    ((2, 1, 4, 2, 6, (7, 4), 7), 1, 8, False),          # generated tokens at their cache rows, half the head
+    ((1, 3, 4, 1, 4, (7,), 7), 0, 8, True),             # several new tokens, packed QKV
+])
+def test_group_query_attention_rotary(case, interleaved, half, packed):
+    """do_rotary: Q and K rotated at the positions of their cache rows (head size 32; onnxruntime
+    takes multiples of 16, and rotary halves of multiples of 8)."""
+    batch, seq, heads, kv_heads, past, lengths, total = case
+    rng = np.random.default_rng(27)
+    model, feeds = _gqa_case(rng, batch, seq, heads, kv_heads, 32, past, lengths, total, do_rotary=1,
+                             rotary_interleaved=interleaved)
+    angles = np.arange(16)[:, None] * rng.uniform(0.1, 1, half)[None]
+    feeds |= {"cos_cache": np.cos(angles).astype(np.float32), "sin_cache": np.sin(angles).astype(np.float32)}
+    model.graph.node[0].input.extend(["cos_cache", "sin_cache"])
+    model.graph.input.extend([helper.make_tensor_value_info(n, F, [16, half]) for n in ("cos_cache", "sin_cache")])
+    assert_matches_ort(*(_packed(model, feeds) if packed else (model, feeds)))
+
+
 def test_group_query_attention_scale():
     model, feeds = _gqa_case(np.random.default_rng(23), 2, 1, 4, 2, 8, 3, (4, 4), 4, scale=0.5)
     assert_matches_ort(model, feeds)
@@ -544,12 +598,17 @@ def test_gpt2_optimized_by_onnxruntime(tmp_path):
 @pytest.mark.parametrize("op,inputs,attrs,what", [
     ("GroupQueryAttention", [("query", (1, 2, 16)), ("key", (1, 2, 8)), ("value", (1, 2, 8)), ("", ()), ("", ()),
                              ("seqlens_k", (1,)), ("total_sequence_length", ())],
-     {"num_heads": 2, "kv_num_heads": 1, "do_rotary": 1}, "do_rotary=1"),
+     {"num_heads": 2, "kv_num_heads": 1, "softcap": 5.0}, "softcap=5.0"),
     ("GroupQueryAttention", [("query", (1, 2, 16)), ("key", (1, 2, 8)), ("value", (1, 2, 8)), ("", ()), ("", ()),
                              ("seqlens_k", (1,)), ("total_sequence_length", ())],
      {"num_heads": 2, "kv_num_heads": 1, "local_window_size": 4}, "local_window_size=4"),
+    ("QAttention", [("input", (1, 2, 8), T.UINT8), ("weight", (8, 24), T.INT8), ("bias", (24,)), ("input_scale", ()),
+                    ("weight_scale", ())], {"num_heads": 2, "past_present_share_buffer": 1},
+     "past_present_share_buffer=1"),
     ("Attention", [("input", (1, 2, 8)), ("weights", (8, 24))], {"num_heads": 2, "do_rotary": 1}, "do_rotary=1"),
     ("MultiHeadAttention", [("query", (1, 2, 8, 3, 4))], {"num_heads": 2}, "packed QKV"),
+    ("MultiHeadAttention", [("query", (1, 2, 8)), ("key", (1, 2, 3, 4)), ("value", (1, 2, 3, 4)), ("bias", (24,))],
+     {"num_heads": 2}, "a bias with 4-D key and value"),
     ("FusedGemm", [("A", (2, 3)), ("B", (3, 4))], {"activation": "Gelu"}, "activation 'Gelu'"),
     ("RotaryEmbedding", [("input", (1, 2, 8)), ("position_ids", (1,)), ("cos_cache", (4, 2)), ("sin_cache", (4, 2))],
      {"num_heads": 2, "is_packed_batching": 1}, "is_packed_batching=1"),
@@ -557,7 +616,7 @@ def test_gpt2_optimized_by_onnxruntime(tmp_path):
 def test_unsupported_variants_are_refused_by_name(op, inputs, attrs, what):
     import onnxc
     types = {"seqlens_k": T.INT32, "total_sequence_length": T.INT32, "position_ids": T.INT64}
-    specs = [(n, types.get(n, F), s) for n, s in inputs]
+    specs = [(n, elem[0] if elem else types.get(n, F), s) for n, s, *elem in inputs]
     model = ms_model(op, specs, [("out", F, ["d"])], **attrs)
     with pytest.raises(onnxc.capi.onnxruntime_pybind11_state.NotImplemented, match=what):
         onnxc.InferenceSession(model.SerializeToString())
