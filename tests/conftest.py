@@ -26,7 +26,7 @@ HEAVY_SUITES = {
     "fuzz": "a long campaign of mutated models",
     "tsan": "multi-threaded builds under ThreadSanitizer: conformance cases and models at 2 and 4 threads",
     "mcu": "--target c packages run on emulated microcontroller boards (qemu-system-arm)",
-    "third_party_full": "every model of the benchmark corpus's wheels against onnxruntime (tests/test_third_party.py)",
+    "third_party_full": "every third-party model of tests/test_third_party.py against onnxruntime",
 }
 
 

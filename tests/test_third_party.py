@@ -20,7 +20,8 @@ counts them):
 The scikit-learn pipelines at the end are trained here and converted with skl2onnx (not counted).
 Float outputs must match onnxruntime within a relative error of 1e-4 (of the output's largest
 magnitude), integer outputs exactly. CI compiles a slice of the corpus's wheel models not tested
-on their own (CORPUS_CI); ``python -m pytest -m third_party_full`` runs them all.
+on their own (CORPUS_CI) and of the small exports (TINY_CI); ``python -m pytest -m
+third_party_full`` runs them all.
 
 A model onnxc cannot run yet is a strict xfail naming the failure and the exception it
 raises: once it passes, or fails differently, the suite fails and the mark goes.
@@ -283,12 +284,12 @@ TESTED_ABOVE = {"yolov8n_320", "ppocr_v4_det", "ppocr_v4_rec", "ppocr_cls", "ppo
                 "silero_vad_op18", "silero_vad_sequence"}
 
 
-def _corpus_param(name: str):
-    marks = [pytest.mark.third_party_full] + ([pytest.mark.ci_slice] if name in CORPUS_CI else [])
+def _full_suite_param(name: str, ci: set[str]):
+    marks = [pytest.mark.third_party_full] + ([pytest.mark.ci_slice] if name in ci else [])
     return pytest.param(name, marks=marks, id=name)
 
 
-@pytest.mark.parametrize("name", [_corpus_param(n) for n in CORPUS_FEEDS])
+@pytest.mark.parametrize("name", [_full_suite_param(n, CORPUS_CI) for n in CORPUS_FEEDS])
 def test_corpus_wheel_model(shipped, name):
     check_model(shipped(CORPUS[name]), CORPUS_FEEDS[name](np.random.default_rng(sorted(CORPUS).index(name))))
 
@@ -305,6 +306,10 @@ TINY_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "third_pa
 with open(os.path.join(TINY_FOLDER, "models.json"), encoding="utf-8") as _f:
     TINY = json.load(_f)["models"]
 TINY_TOKENS = {"bert_base", "gpt2", "llama_gqa", "t5_encoder"}
+# What CI compiles (each small model still compiles for several seconds on two cores): CNNs,
+# an encoder, decoders and a video network through both exporters; -m third_party_full runs all.
+TINY_CI = {"mobilenet_v3_large_ts", "efficientnet_b0_dynamo", "regnet_y_800mf_dynamo", "r2plus1d_18_ts",
+           "bert_base_ts", "bert_base_dynamo", "gpt2_ts", "llama_gqa_ts"}
 
 
 def tiny_feed(rng: np.random.Generator, builder: str, shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
@@ -335,7 +340,7 @@ def tiny_feeds(rng: np.random.Generator, entry: dict, model: onnx.ModelProto) ->
     return [tiny_feed(rng, entry["builder"], shapes) for shapes in (example, changed)]
 
 
-@pytest.mark.parametrize("name", sorted(TINY))
+@pytest.mark.parametrize("name", [_full_suite_param(n, TINY_CI) for n in sorted(TINY)])
 def test_tiny_export(name):
     entry = TINY[name]
     with open(os.path.join(TINY_FOLDER, f"{name}.onnx"), "rb") as f:
