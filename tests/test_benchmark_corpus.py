@@ -46,8 +46,8 @@ def test_wheels_are_pinned_by_version_and_hash():
         assert hashes.setdefault((wheel.project, wheel.version), wheel.sha256) == wheel.sha256, wheel.project
 
 
-def _torch_builders() -> set[str]:
-    with open(os.path.join(BENCHMARKS, "corpus", "torch_models.py"), encoding="utf-8") as f:
+def _torch_builders(module: str = "torch_models.py") -> set[str]:
+    with open(os.path.join(BENCHMARKS, "corpus", module), encoding="utf-8") as f:
         tree = ast.parse(f.read())
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
 
@@ -65,6 +65,11 @@ def test_exports_name_a_builder_and_their_feeds_fill_every_input():
         named = set(arch.inputs) | set(arch.outputs)
         assert {name for name, _, _ in arch.dynamic} <= named, model.name
         assert sorted(model.make_feed()) == sorted(arch.inputs), model.name
+
+
+def test_every_exported_architecture_has_a_tiny_version_for_the_tests():
+    """tiny_exports.py exports tiny_models.<builder> for each exported corpus model (tests/third_party/models)."""
+    assert {m.source.arch.builder for m in registry.EXPORTED} <= _torch_builders("tiny_models.py")
 
 
 def test_quantized_models_come_from_corpus_exports():

