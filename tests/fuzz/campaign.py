@@ -64,17 +64,19 @@ def mutant(m: int, seeds: dict[str, bytes]) -> tuple[str, list[tuple], bytes]:
 
 @contextmanager
 def locked_json(path: Path, empty: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The JSON object in ``path``, held under an exclusive lock and written back on exit."""
+    """The JSON object in ``path``, held under a lock on its folder (shards that run at once
+    take turns) and written back on exit by a rename (a reader sees the old or the new file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        text = f.read()
-        data = json.loads(text) if text.strip() else empty
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else empty
         yield data
-        f.seek(0)
-        f.truncate()
-        f.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        os.close(folder)
 
 
 def resume_point(record: dict[str, Any], shard: int, shards: int) -> int:
@@ -136,6 +138,7 @@ class Run:
             if record["shards"] not in (None, shards):
                 raise SystemExit(f"{record_path} is a campaign of {record['shards']} shards, not {shards}")
             record["shards"] = shards
+            record["totals"] = totals(record)
             first = resume_point(record, shard, shards)
         now = datetime.datetime.now(datetime.timezone.utc)
         self.entry: dict[str, Any] = {
@@ -166,6 +169,8 @@ class Run:
         try:
             while time.time() < deadline:
                 self.child(deadline, hang_seconds, workdir)
+        except KeyboardInterrupt:
+            print("interrupted: the run is recorded up to its last outcome", flush=True)
         finally:
             self.save()
         return self.entry
