@@ -15,7 +15,7 @@ dies (a crash), a mutant that takes longer than ``--hang-seconds`` (a hang) and 
 that is not onnxc's (which the child reports and survives) are findings: the run records
 them and keeps the mutant in the corpus. The corpus (``corpus/``, under 2 MB) also keeps the
 first mutant of every new outcome (each class of refusal message, and per seed a mutant that
-ran): ``--replay`` loads and runs each of them, which ``tests/test_fuzz_corpus.py`` does in CI.
+ran), up to 160 files: ``--replay`` loads and runs each of them, which ``tests/test_fuzz_corpus.py`` does in CI.
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ RECORD = HERE / "campaign.json"
 CORPUS = HERE / "corpus"
 CORPUS_INDEX = CORPUS / "index.json"
 MAX_CORPUS_BYTES = 2 << 20
+MAX_CORPUS_FILES = 160
 MAX_MUTANT_BYTES = 64 << 10
 # Mutants that load are compiled when the corpus is replayed: a few per seed keep CI's replay short.
 MAX_LOADED_IN_CORPUS = 14
@@ -112,7 +113,8 @@ def keep_in_corpus(corpus: Path, m: int, seed: str, outcome: str, data: bytes, f
                 return False
             if loaded and sum(not e["outcome"].startswith("refused") for e in kept) >= MAX_LOADED_IN_CORPUS:
                 return False
-        if sum(f.stat().st_size for f in corpus.glob("*.onnx")) + len(data) > MAX_CORPUS_BYTES:
+        files = list(corpus.glob("*.onnx"))
+        if len(files) >= MAX_CORPUS_FILES or sum(f.stat().st_size for f in files) + len(data) > MAX_CORPUS_BYTES:
             return False
         name = f"{seed}-{m}.onnx"
         (corpus / name).write_bytes(data)

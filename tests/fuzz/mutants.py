@@ -19,6 +19,7 @@ import onnx
 MAX_FEED_ELEMENTS = 1 << 20
 MUTATION_KINDS = ("flip", "truncate", "insert", "delete", "splice", "field", "field")  # (fields twice: they parse)
 MAX_POSITION = 1 << 16
+MESSAGE_CHARACTERS = 48
 
 
 # --- mutations -----------------------------------------------------------------------------------
@@ -157,12 +158,13 @@ def try_input(data: bytes) -> str:
 
 
 def outcome_class(stage: str, error: Exception) -> str:
-    """``stage: ExceptionType: first line of the message`` with numbers and quoted names
-    replaced, so that one class stands for every mutant refused for one reason."""
+    """``stage: ExceptionType: start of the message`` with numbers and quoted names replaced,
+    so that one class stands for every mutant refused for one reason (the start names the
+    node or check that refused it, the rest names the values)."""
     line = (str(error).splitlines() or [""])[0]
     line = re.sub(r"'[^']*'|\"[^\"]*\"", "'_'", line)
     line = re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "N", line)
-    return f"{stage}: {type(error).__name__}: {line[:80]}"
+    return f"{stage}: {type(error).__name__}: {line[:MESSAGE_CHARACTERS]}"
 
 
 def coarse(outcome: str) -> str:
