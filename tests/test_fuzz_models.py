@@ -28,14 +28,12 @@ from typing import Any
 
 import pytest
 
+from fuzz.campaign import quiet_and_limited
 from fuzz.mutants import coarse, mutate, mutate_field, try_input
 from fuzz.seeds import seed_bytes
 
 DEFAULT_SECONDS = 40.0
 LONG_SECONDS = 1200.0
-# The child's address space: a mutated model that makes generated code allocate wildly gets
-# NULL from malloc (a RuntimeFailure), not the machine's memory.
-MEMORY_LIMIT_BYTES = 16 << 30
 
 
 # --- the campaign (in the child process) ---------------------------------------------------------
@@ -81,16 +79,11 @@ def campaign(seconds: float, out: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    import logging
-    import resource
-    import warnings
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
-    warnings.simplefilter("ignore")
-    logging.getLogger("onnxc").setLevel(logging.CRITICAL)
+    quiet_and_limited()
     stats = campaign(args.seconds, args.out)
     print("FUZZ-STATS " + json.dumps(stats))
 

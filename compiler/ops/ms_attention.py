@@ -26,6 +26,12 @@ class MsAttention(Composite):
             raise refuse(node, "the past_sequence_length input")
         x, weights = node.inputs[:2]
         heads = int(attrs["num_heads"])
+        if heads <= 0:
+            raise invalid(node, f"num_heads {heads} must be positive")
+        if len(weights.shape) != 2:
+            raise invalid(node, f"weights must be 2-D (hidden, 3 * hidden), got shape {list(weights.shape)}")
+        if not attrs.get("qkv_hidden_sizes") and not isinstance(weights.shape[1], int):
+            raise invalid(node, "weights of unknown width need the qkv_hidden_sizes attribute")
         sizes = attrs.get("qkv_hidden_sizes") or (weights.shape[1] // 3,) * 3
         if len(sizes) != 3 or sizes[0] != sizes[1] or any(not isinstance(s, int) or s % heads for s in sizes):
             raise invalid(node, f"qkv_hidden_sizes {list(sizes)} must be three multiples of num_heads "
