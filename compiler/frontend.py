@@ -11,7 +11,8 @@ import os
 from collections import ChainMap
 from typing import Optional, Union
 
-from google.protobuf.message import DecodeError
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
 import numpy as np
 import onnx
 import onnx.inliner
@@ -55,6 +56,7 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
         raise ModelParseError(f"cannot load the model: {e}") from e
     except Exception as e:  # unreadable external data
         raise ModelError(f"cannot load the model: {e}") from e
+    _check_text(model)
     try:
         onnx.checker.check_model(_as_checker_sees_it(model))
     except Exception as e:
@@ -69,6 +71,25 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
         except Exception as e:
             raise ModelError(f"the model's functions cannot be inlined: {e}") from e
     return model
+
+
+def _check_text(message: Message, where: str = "model") -> None:
+    """Every string field holds UTF-8: protobuf hands a field that does not as bytes, which
+    names, dims and doc strings are never expected to be."""
+    for field, value in message.ListFields():
+        if field.type == field.TYPE_MESSAGE:
+            for item in (value if _repeated(field) else [value]):
+                _check_text(item, f"{where}.{field.name}")
+        elif field.type == field.TYPE_STRING and any(
+                isinstance(v, bytes) for v in (value if _repeated(field) else [value])):
+            raise ModelError(f"the model is not valid ONNX: {where}.{field.name} is not UTF-8 text")
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    # (protobuf 7 dropped FieldDescriptor.label for is_repeated)
+    if hasattr(field, "is_repeated"):
+        return bool(field.is_repeated)
+    return field.label == field.LABEL_REPEATED
 
 
 # Ops onnxruntime registers in the ai.onnx domain although ONNX has no such op; its optimizer

@@ -451,3 +451,40 @@ def test_external_data_pointing_at_an_endless_file_is_refused_quickly(tmp_path):
         pytest.fail("InferenceSession read /dev/zero for 20 s")
     assert "refused: tensor 'w': external data '/dev/zero' must be a path relative" in proc.stdout, proc.stderr
 
+
+
+def _with_bytes(model: onnx.ModelProto, marker: str, replacement: bytes) -> bytes:
+    data = model.SerializeToString()
+    assert data.count(marker.encode()) == 1
+    return data.replace(marker.encode(), replacement)
+
+
+@pytest.mark.parametrize("where", ["graph_name", "node_name", "dim_param"])
+def test_a_name_that_is_not_utf8_is_refused(where):
+    # protobuf hands such a string field over as bytes, which the emitter once choked on
+    # (TypeError): found by the fuzzing campaign (tests/fuzz/)
+    node = helper.make_node("Neg", ["x"], ["y"], name="NODEMARK" if where == "node_name" else "neg")
+    graph = helper.make_graph([node], "GRAPHMARK" if where == "graph_name" else "g",
+                              [vi("x", T.FLOAT, ["DIMMARK" if where == "dim_param" else "n"])], [vi("y", T.FLOAT, ["m"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    marker = {"graph_name": "GRAPHMARK", "node_name": "NODEMARK", "dim_param": "DIMMARK"}[where]
+    with pytest.raises(ModelError, match="is not UTF-8 text"):
+        onnxc.InferenceSession(_with_bytes(model, marker, b"\xff\xfe" + b"_" * (len(marker) - 2)))
+
+
+@pytest.mark.parametrize("breakage", ["unknown data_type", "data beyond its dims"])
+def test_a_constant_in_a_branch_that_cannot_be_read_is_refused(breakage):
+    # onnx's checker does not read every tensor inside a subgraph; numpy_helper's KeyError or
+    # ValueError once escaped: found by the fuzzing campaign (tests/fuzz/)
+    value = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "c")
+    if breakage == "unknown data_type":
+        value.data_type = 1000
+    else:
+        value.dims[:] = [1]
+    then = helper.make_graph([helper.make_node("Constant", [], ["c"], value=value)], "then", [], [vi("c", T.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["same"])], "else", [], [vi("same", T.FLOAT, None)])
+    graph = helper.make_graph([helper.make_node("If", ["flag"], ["y"], then_branch=then, else_branch=other)], "g",
+                              [vi("x", T.FLOAT, [2]), vi("flag", T.BOOL, [])], [vi("y", T.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelError, match="tensor cannot be read"):
+        onnxc.InferenceSession(model.SerializeToString())

@@ -46,8 +46,12 @@ def attention_attributes(node, extra: dict) -> dict:
 def qkv_sizes(node, weights, heads: int, sizes=None) -> tuple:
     """The hidden sizes of Q, K and V: ``sizes`` (qkv_hidden_sizes) or a third of the weights'
     columns each, checked against num_heads."""
-    if len(weights.shape) != 2 or not isinstance(weights.shape[1], int):
-        raise invalid(node, f"weights of shape {list(weights.shape)} must be a matrix with a known column count")
+    if heads <= 0:
+        raise invalid(node, f"num_heads {heads} must be positive")
+    if len(weights.shape) != 2:
+        raise invalid(node, f"weights must be 2-D (hidden, sum of the Q, K and V sizes), got shape {list(weights.shape)}")
+    if not isinstance(weights.shape[1], int):
+        raise invalid(node, f"weights of unknown width {weights.shape[1]!r}: their column count must be known")
     sizes = tuple(sizes or (weights.shape[1] // 3,) * 3)
     if len(sizes) != 3 or sizes[0] != sizes[1] or sum(sizes) != weights.shape[1] \
             or any(not isinstance(s, int) or s <= 0 or s % heads for s in sizes):

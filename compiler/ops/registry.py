@@ -193,7 +193,10 @@ def _attr_value(a: AttributeProto) -> Any:
     if t == AttributeProto.STRINGS:
         return tuple(s.decode("utf-8", errors="replace") for s in a.strings)
     if t == AttributeProto.TENSOR:
-        return numpy_helper.to_array(a.t)
+        try:
+            return numpy_helper.to_array(a.t)
+        except Exception as e:  # an unknown data_type, data that does not fill the dims
+            raise ModelError(f"attribute {a.name!r}: its tensor cannot be read: {e}") from e
     if t == AttributeProto.GRAPH:
         return a.g
     if t == AttributeProto.GRAPHS:

@@ -622,6 +622,19 @@ def test_unsupported_variants_are_refused_by_name(op, inputs, attrs, what):
         onnxc.InferenceSession(model.SerializeToString())
 
 
+@pytest.mark.parametrize("weights, attrs, what", [
+    ((24,), {"num_heads": 2}, "weights must be 2-D"),
+    ((8, 24), {"num_heads": 0}, "num_heads 0 must be positive"),
+    ((8, "w"), {"num_heads": 2}, "unknown width"),
+])
+def test_attention_with_impossible_weights_is_refused(weights, attrs, what):
+    # an IndexError once escaped for 1-D weights: found by the fuzzing campaign (tests/fuzz/)
+    import onnxc
+    model = ms_model("Attention", [("input", F, (1, 2, 8)), ("weights", F, weights)], [("out", F, ["d"])], **attrs)
+    with pytest.raises(onnxc.OnnxcError, match=what):
+        onnxc.InferenceSession(model.SerializeToString())
+
+
 def test_info_names_missing_contrib_ops(tmp_path, capsys):
     from onnxc import cli
     nodes = [helper.make_node("SkipLayerNormalization", ["x", "x", "g"], ["y"], domain=MS),

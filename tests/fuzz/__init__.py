@@ -1,0 +1,1 @@
+"""The model fuzzer: seed models, mutations, the sharded campaign and its corpus."""
