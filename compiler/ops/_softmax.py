@@ -3,6 +3,11 @@
 Each normalizes the slices [outer, n, inner] of its input along n. Before
 opset 13 the input is coerced to 2-D at ``axis`` (n covers every axis from
 ``axis`` on); from opset 13 n is the single axis ``axis``.
+
+Softmax of float16 and bfloat16 computes as its function body says (ReduceMax, Sub, Exp,
+ReduceSum, Div, each result a tensor of the input's type): x - max, its exp, the row's sum
+and the quotient are each rounded to that type, the sum taken in double before it is rounded,
+as ReduceSum accumulates. The other types and LogSoftmax round once, at the end.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from ...codegen.cexpr import math_fn
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..ir import Node
+from ._quantize import ROUND_HELPER, round_to
 from ._reduce import check_type, normalize_axis, split_at
 from .registry import InferContext, OpDef
 
@@ -40,7 +46,10 @@ class SoftmaxFamily(OpDef):
         outer, n, inner = split_at(x.dims, axis, x.rank if self.coerce_2d else None)
         c = x.compute
         step = "k" if inner == 1 else f"k * {cexpr.lit(inner)}"
-        return k.kernel("c/softmax.c.j2", mode=self.mode, compute=c, output=y.name,
+        narrow = self.mode == "softmax" and x.dtype in (dt.FLOAT16, dt.BFLOAT16)
+        return k.kernel("c/softmax.c.j2", helpers=(ROUND_HELPER,) if narrow else (),
+                        mode=self.mode, compute=c, output=y.name,
+                        round=round_to("{}", x.dtype) if narrow else None,
                         outer=cexpr.lit(outer), n=cexpr.lit(n), inner=cexpr.lit(inner),
                         block=cexpr.lit(cexpr.mul(n, inner)), at=f"base + {step}",
                         load=x.load("{}"), store=y.store("{}"), in_place=c == y.ctype,
