@@ -130,3 +130,13 @@ def cuda_check(model: onnx.ModelProto, feeds: dict, expect_launch: dict[str, str
     kinds = cuda_launches(sess)
     assert {n: kinds.get(n) for n in expect_launch} == expect_launch
     return sess
+
+
+def softmax_by_steps(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Softmax of a float16/bfloat16 array as its function body computes it (onnxc's rule): x - max,
+    its exp and the quotient each rounded to x's type, the sum taken in float64 and rounded once."""
+    t = x.dtype
+    f = x.astype(np.float32)
+    e = np.exp((f - f.max(axis, keepdims=True)).astype(t).astype(np.float32)).astype(t).astype(np.float32)
+    total = e.astype(np.float64).sum(axis, keepdims=True).astype(np.float32).astype(t).astype(np.float32)
+    return (e / total).astype(t)

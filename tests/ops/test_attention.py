@@ -2,11 +2,11 @@
 it lacks a kernel)."""
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnxc
-from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model
+from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model, run_onnxc, run_ort, softmax_by_steps
 from models import linear_attention
 
 F, H, B = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BOOL
@@ -124,6 +124,64 @@ def test_float16(precision):
     m = attention([("Q", [1, 2, 3, 8]), ("K", [1, 2, 5, 8]), ("V", [1, 2, 5, 8])], ["Y"], elem=H, is_causal=1,
                   **attrs)
     matches_reference(m, feeds_for(m), rtol=2e-3, atol=2e-3)
+
+
+def attention_graph(elem: int, scale: np.ndarray, q: list, k: list, v: list):
+    """softmax(Q s (K^T s) + bias) V as Attention's function body writes it, every tensor of type
+    ``elem``: Mul, Transpose, Mul, MatMul, Add, Softmax, MatMul."""
+    nodes = [helper.make_node("Mul", ["Q", "scale"], ["q_scaled"]),
+             helper.make_node("Transpose", ["K"], ["k_t"], perm=[0, 1, 3, 2]),
+             helper.make_node("Mul", ["k_t", "scale"], ["k_scaled"]),
+             helper.make_node("MatMul", ["q_scaled", "k_scaled"], ["scores"]),
+             helper.make_node("Add", ["scores", "bias"], ["biased"]),
+             helper.make_node("Softmax", ["biased"], ["probs"]),
+             helper.make_node("MatMul", ["probs", "V"], ["Y"])]
+    inputs = [("Q", elem, q), ("K", elem, k), ("V", elem, v), ("bias", elem, [q[2], k[2]])]
+    return make_model(nodes, inputs, [("Y", elem, q[:3] + v[3:])], [numpy_helper.from_array(scale, "scale")], opset=23)
+
+
+def attention_by_steps(feeds: dict, scale: np.ndarray) -> np.ndarray:
+    """The graph of attention_graph in numpy, each tensor rounded to the inputs' 16-bit type (a
+    MatMul summed exactly and rounded once)."""
+    t = feeds["Q"].dtype
+
+    def rounded(a):
+        return np.asarray(a).astype(t).astype(np.float64)
+    q, k, v, bias = (feeds[n].astype(np.float64) for n in ("Q", "K", "V", "bias"))
+    s = scale.astype(np.float64)
+    scores = rounded(rounded(q * s) @ rounded(k.swapaxes(-1, -2) * s))
+    probs = softmax_by_steps((scores + bias).astype(t)).astype(np.float64)
+    return (probs @ v).astype(t)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16bit_attention_graph_rounds_every_tensor(dtype):
+    """Attention written out as primitive ops (its _expanded form) on 16-bit tensors: each tensor of
+    the graph rounded to its type, the Softmax at each step of its own function body. float16: the
+    ONNX reference's bits, and onnxruntime's result within a few ulps (it computes Softmax in
+    float32 and rounds once); bfloat16 (onnxruntime has no kernels): the reference within two
+    ulps (ml_dtypes sums the Softmax's row one element at a time in bfloat16)."""
+    import ml_dtypes
+    np_type = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(np_type))
+    q, k, v = [2, 3, 5, 8], [2, 3, 7, 8], [2, 3, 7, 6]
+    scale = np.array([0.6], np_type)
+    model = attention_graph(elem, scale, q, k, v)
+    causal = np.where(np.arange(7)[None, :] <= np.arange(5)[:, None] + 2, 0, -np.inf)
+    feeds = {name: rng.standard_normal(shape).astype(np_type) for name, shape in (("Q", q), ("K", k))}
+    feeds["V"] = rng.random(v).astype(np_type)   # positive: no output near 0, where ulps say little
+    feeds["bias"] = (causal + rng.standard_normal((5, 7))).astype(np_type)
+    got = run_onnxc(model, feeds)[0]
+    assert got.dtype == np_type
+    np.testing.assert_array_equal(got, attention_by_steps(feeds, scale))
+    reference = ReferenceEvaluator(model).run(None, feeds)[0]
+    if np_type is np.float16:
+        np.testing.assert_array_equal(got, reference)
+        np.testing.assert_allclose(got.astype(np.float32), run_ort(model, feeds)[0].astype(np.float32),
+                                   rtol=1e-2, atol=2e-3)
+    else:
+        ulps = np.abs(got.view(np.int16).astype(np.int32) - reference.view(np.int16).astype(np.int32))
+        assert ulps.max() <= 2, np.bincount(ulps.ravel())
 
 
 def test_double():

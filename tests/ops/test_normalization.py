@@ -8,7 +8,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import onnxc
-from helpers import assert_matches_ort, make_model, run_onnxc, run_ort
+from helpers import assert_matches_ort, make_model, run_onnxc, run_ort, softmax_by_steps
 
 RNG = np.random.default_rng(1)
 
@@ -63,6 +63,45 @@ def test_softmax_bfloat16():
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(got[0].astype(np.float32), e / e.sum(1, keepdims=True), rtol=1e-2, atol=1e-2)
     np.testing.assert_array_equal(got[1].astype(np.float32), np.eye(6)[x.argmax(1)])
+
+
+def softmax_function_body(elem_type: int, shape: list, axis: int):
+    """Softmax-13's function body as a graph: ReduceMax, Sub, Exp, ReduceSum, Div on ``elem_type``."""
+    axes = helper.make_tensor("axes", TP.INT64, [1], [axis])
+    nodes = [helper.make_node("ReduceMax", ["X", "axes"], ["max"]), helper.make_node("Sub", ["X", "max"], ["shifted"]),
+             helper.make_node("Exp", ["shifted"], ["e"]), helper.make_node("ReduceSum", ["e", "axes"], ["total"]),
+             helper.make_node("Div", ["e", "total"], ["Y"])]
+    return make_model(nodes, [("X", elem_type, shape)], [("Y", elem_type, shape)], [axes], opset=18)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_softmax_16bit_rounds_each_step_of_its_function_body(dtype, axis):
+    """A 16-bit Softmax has a 16-bit tensor after each step of its function body, and rounds there:
+    bit for bit the function body compiled as a graph, and the steps computed in numpy. (Rows
+    along the last axis and strided ones: the C loops differ.)"""
+    import ml_dtypes
+    np_type = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    shape = [16, 24, 5]
+    x = (RNG.standard_normal(shape) * 4).astype(np_type)
+    softmax = same_shape_model([("Softmax", {"axis": axis})], np_type, shape, 13)
+    got = run_onnxc(softmax, {"X": x})[0]
+    assert got.dtype == np_type
+    np.testing.assert_array_equal(got, softmax_by_steps(x, axis))
+    np.testing.assert_array_equal(got, run_onnxc(softmax_function_body(elem(np_type), shape, axis), {"X": x})[0])
+
+
+def test_softmax_float16_as_the_reference_computes_it():
+    """numpy computes a float16 Softmax along the last axis step by step in float16, summing in
+    float32: onnxc gives the same bits. onnxruntime computes in float32 and rounds once: a few
+    float16 ulps apart."""
+    shape = [32, 40]
+    x = (RNG.standard_normal(shape) * 3).astype(np.float16)
+    model = same_shape_model([("Softmax", {})], np.float16, shape, 13)
+    got = run_onnxc(model, {"X": x})[0]
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, {"X": x})[0])
+    np.testing.assert_allclose(got.astype(np.float32), run_ort(model, {"X": x})[0].astype(np.float32),
+                               rtol=1e-2, atol=1e-3)
 
 
 # ---- LayerNormalization, RMSNormalization ------------------------------------------------
