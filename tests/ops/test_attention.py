@@ -6,7 +6,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnxc
-from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model, run_onnxc, run_ort, softmax_by_steps
+from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model, run_onnxc, run_ort, softmax_bfloat16_by_steps
 from models import linear_attention
 
 F, H, B = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BOOL
@@ -140,9 +140,9 @@ def attention_graph(elem: int, scale: np.ndarray, q: list, k: list, v: list):
     return make_model(nodes, inputs, [("Y", elem, q[:3] + v[3:])], [numpy_helper.from_array(scale, "scale")], opset=23)
 
 
-def attention_by_steps(feeds: dict, scale: np.ndarray) -> np.ndarray:
-    """The graph of attention_graph in numpy, each tensor rounded to the inputs' 16-bit type (a
-    MatMul summed exactly and rounded once)."""
+def bfloat16_attention_by_steps(feeds: dict, scale: np.ndarray) -> np.ndarray:
+    """The graph of attention_graph in numpy on bfloat16 inputs, each tensor rounded to bfloat16
+    (a MatMul summed exactly and rounded once), the Softmax as the reference computes it."""
     t = feeds["Q"].dtype
 
     def rounded(a):
@@ -150,38 +150,41 @@ def attention_by_steps(feeds: dict, scale: np.ndarray) -> np.ndarray:
     q, k, v, bias = (feeds[n].astype(np.float64) for n in ("Q", "K", "V", "bias"))
     s = scale.astype(np.float64)
     scores = rounded(rounded(q * s) @ rounded(k.swapaxes(-1, -2) * s))
-    probs = softmax_by_steps((scores + bias).astype(t)).astype(np.float64)
+    probs = softmax_bfloat16_by_steps((scores + bias).astype(t)).astype(np.float64)
     return (probs @ v).astype(t)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_16bit_attention_graph_rounds_every_tensor(dtype):
-    """Attention written out as primitive ops (its _expanded form) on 16-bit tensors: each tensor of
-    the graph rounded to its type, the Softmax at each step of its own function body. float16: the
-    ONNX reference's bits, and onnxruntime's result within a few ulps (it computes Softmax in
-    float32 and rounds once); bfloat16 (onnxruntime has no kernels): the reference within two
-    ulps (ml_dtypes sums the Softmax's row one element at a time in bfloat16)."""
-    import ml_dtypes
-    np_type = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
-    elem = helper.np_dtype_to_tensor_dtype(np.dtype(np_type))
+def attention_graph_and_feeds(np_type):
     q, k, v = [2, 3, 5, 8], [2, 3, 7, 8], [2, 3, 7, 6]
     scale = np.array([0.6], np_type)
-    model = attention_graph(elem, scale, q, k, v)
+    model = attention_graph(helper.np_dtype_to_tensor_dtype(np.dtype(np_type)), scale, q, k, v)
     causal = np.where(np.arange(7)[None, :] <= np.arange(5)[:, None] + 2, 0, -np.inf)
     feeds = {name: rng.standard_normal(shape).astype(np_type) for name, shape in (("Q", q), ("K", k))}
     feeds["V"] = rng.random(v).astype(np_type)   # positive: no output near 0, where ulps say little
     feeds["bias"] = (causal + rng.standard_normal((5, 7))).astype(np_type)
+    return model, feeds, scale
+
+
+def test_bfloat16_attention_graph_as_the_reference_computes_it():
+    """Attention written out as primitive ops (its _expanded form) on bfloat16 tensors (onnxruntime
+    has no kernels for them): each tensor rounded to bfloat16, the Softmax as the reference
+    computes its function body (the row summed in index order in bfloat16): the reference's bits."""
+    import ml_dtypes
+    model, feeds, scale = attention_graph_and_feeds(ml_dtypes.bfloat16)
     got = run_onnxc(model, feeds)[0]
-    assert got.dtype == np_type
-    np.testing.assert_array_equal(got, attention_by_steps(feeds, scale))
-    reference = ReferenceEvaluator(model).run(None, feeds)[0]
-    if np_type is np.float16:
-        np.testing.assert_array_equal(got, reference)
-        np.testing.assert_allclose(got.astype(np.float32), run_ort(model, feeds)[0].astype(np.float32),
-                                   rtol=1e-2, atol=2e-3)
-    else:
-        ulps = np.abs(got.view(np.int16).astype(np.int32) - reference.view(np.int16).astype(np.int32))
-        assert ulps.max() <= 2, np.bincount(ulps.ravel())
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got, bfloat16_attention_by_steps(feeds, scale))
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+def test_float16_attention_graph_as_onnxruntime_computes_it():
+    """The same graph on float16 tensors: each tensor rounded to float16, the Softmax computed in
+    float32 and rounded once as onnxruntime computes it: within 1 ulp of onnxruntime's result."""
+    model, feeds, _ = attention_graph_and_feeds(np.float16)
+    got = run_onnxc(model, feeds)[0]
+    assert got.dtype == np.float16
+    ulps = np.abs(got.view(np.int16).astype(np.int32) - run_ort(model, feeds)[0].view(np.int16).astype(np.int32))
+    assert ulps.max() <= 1, np.bincount(ulps.ravel())
 
 
 def test_double():
