@@ -179,12 +179,17 @@ def test_bfloat16_attention_graph_as_the_reference_computes_it():
 
 def test_float16_attention_graph_as_onnxruntime_computes_it():
     """The same graph on float16 tensors: each tensor rounded to float16, the Softmax computed in
-    float32 and rounded once as onnxruntime computes it: within 1 ulp of onnxruntime's result."""
+    float32 and rounded once as onnxruntime computes it: within 2 ulps of onnxruntime's result
+    (whose float16 MatMuls round differently at times) and nearer to it than the reference, which
+    rounds each step of the Softmax to float16."""
     model, feeds, _ = attention_graph_and_feeds(np.float16)
     got = run_onnxc(model, feeds)[0]
     assert got.dtype == np.float16
-    ulps = np.abs(got.view(np.int16).astype(np.int32) - run_ort(model, feeds)[0].view(np.int16).astype(np.int32))
-    assert ulps.max() <= 1, np.bincount(ulps.ravel())
+    ort = run_ort(model, feeds)[0].view(np.int16).astype(np.int32)
+    ulps = np.abs(got.view(np.int16).astype(np.int32) - ort)
+    reference_ulps = np.abs(ReferenceEvaluator(model).run(None, feeds)[0].view(np.int16).astype(np.int32) - ort)
+    assert ulps.max() <= 2, np.bincount(ulps.ravel())
+    assert ulps.sum() < reference_ulps.sum(), (np.bincount(ulps.ravel()), np.bincount(reference_ulps.ravel()))
 
 
 def test_double():
