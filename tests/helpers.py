@@ -130,3 +130,18 @@ def cuda_check(model: onnx.ModelProto, feeds: dict, expect_launch: dict[str, str
     kinds = cuda_launches(sess)
     assert {n: kinds.get(n) for n in expect_launch} == expect_launch
     return sess
+
+
+def softmax_bfloat16_by_steps(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Softmax of a bfloat16 array as ONNX's reference computes its function body: x - max, its exp
+    and the quotient each rounded to bfloat16, the row's sum added up in index order in bfloat16."""
+    t = x.dtype
+
+    def rounded(a):
+        return np.asarray(a, np.float32).astype(t).astype(np.float32)
+    f = np.moveaxis(x.astype(np.float32), axis, 0)
+    e = rounded(np.exp(rounded(f - f.max(0))))
+    total = np.zeros_like(e[0])
+    for row in e:
+        total = rounded(total + row)
+    return np.moveaxis((e / total).astype(t), 0, axis)

@@ -13,7 +13,7 @@ from onnx import TensorProto as TP
 from onnx import helper
 
 from helpers import cuda_launches as launches
-from helpers import cuda_session, make_model, run_ort
+from helpers import cuda_session, make_model, run_ort, softmax_bfloat16_by_steps
 from onnxc.runtime import cuda
 
 CUDA = "CUDAExecutionProvider"
@@ -152,6 +152,26 @@ def test_softmax_family_rows_and_strided_axes():
             outputs += [(op + "_rows_" + t, dtype, ["N", 300]), (op + "_axis0_" + t, dtype, [40, 30])]
     model = make_model(nodes, inputs, outputs, opset=13)
     check(model, feeds, {n.name: "block" if "_rows_" in n.name else "grid" for n in nodes})
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_softmax_16bit_on_rows_and_strided_axes(dtype):
+    """float16/bfloat16 Softmax on rows (a block each) and along a strided axis (a thread per row),
+    as the C build computes it: bfloat16 each step rounded and the row summed in index order in
+    bfloat16, ONNX's reference's bits; float16 in float32 rounded once, onnxruntime's result."""
+    import ml_dtypes
+    np_type = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(np_type))
+    x, xs = (rand(5, 300, seed=17) * 4).astype(np_type), (rand(40, 30, seed=18) * 4).astype(np_type)
+    nodes = [helper.make_node("Softmax", ["x"], ["rows"], name="rows"),
+             helper.make_node("Softmax", ["xs"], ["axis0"], name="axis0", axis=0)]
+    model = make_model(nodes, [("x", elem, [5, 300]), ("xs", elem, [40, 30])],
+                       [("rows", elem, [5, 300]), ("axis0", elem, [40, 30])], opset=13)
+    if np_type is np.float16:
+        check(model, {"x": x, "xs": xs}, {"rows": "block", "axis0": "grid"}, rtol=1e-3, atol=1e-6)
+    else:
+        check(model, {"x": x, "xs": xs}, {"rows": "block", "axis0": "grid"},
+              reference=[softmax_bfloat16_by_steps(x, -1), softmax_bfloat16_by_steps(xs, 0)], rtol=0, atol=0)
 
 
 def test_normalizations_take_a_block_per_unit():

@@ -300,6 +300,45 @@ def test_matmul_bias_residual_and_activation_fuse_and_gelu_becomes_one_loop():
     assert g.nodes[1].attrs["ops"] == "Div, Erf, Add, Mul, Mul"
 
 
+def scores_then_softmax(elem: int) -> onnx.ModelProto:
+    """x W + b -> Softmax -> * half + one, on ``elem`` tensors: an attention head's scores."""
+    np_type = helper.tensor_dtype_to_np_dtype(elem)
+    inits = [numpy_helper.from_array(a.astype(np_type), n) for a, n in
+             ((RNG.standard_normal((16, 32)), "w"), (RNG.standard_normal(32), "b"), (np.array(0.5), "half"),
+              (np.array(1.0), "one"))]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["s"]), helper.make_node("Add", ["s", "b"], ["sb"]),
+             helper.make_node("Softmax", ["sb"], ["p"]), helper.make_node("Mul", ["p", "half"], ["h"]),
+             helper.make_node("Add", ["h", "one"], ["y"])]
+    return make_model(nodes, [("x", elem, [2, 8, 16])], [("y", elem, [2, 8, 32])], inits, opset=17)
+
+
+def test_the_fusions_keep_every_16bit_tensor():
+    """A fused kernel computes in float32 without the intermediate tensors: float32 graphs fuse, a
+    float16 graph keeps every node, so each of its tensors is rounded to float16 where it has one."""
+    passes = (fuse_matmul_epilogue, fuse_elementwise)
+    g = graph_of(scores_then_softmax(T.FLOAT))
+    for fuse in passes:
+        fuse(g)
+        verify(g)
+    assert g.dump() == """graph test(x: float[2,8,16])
+  sb: float[2,8,32] = FusedMatMul(x, w, b, _)
+  p: float[2,8,32] = Softmax(sb)
+  y: float[2,8,32] = FusedElementwise(p, half, one)
+  return y"""
+    g = graph_of(scores_then_softmax(T.FLOAT16))
+    before = g.dump()
+    for fuse in passes:
+        fuse(g)
+        verify(g)
+    assert g.dump() == before == """graph test(x: float16[2,8,16])
+  s: float16[2,8,32] = MatMul(x, w)
+  sb: float16[2,8,32] = Add(s, b)
+  p: float16[2,8,32] = Softmax(sb)
+  h: float16[2,8,32] = Mul(p, half)
+  y: float16[2,8,32] = Add(h, one)
+  return y"""
+
+
 def test_a_value_read_twice_or_by_a_graph_output_stays_materialized():
     nodes = [helper.make_node("Add", ["x", "x"], ["a"]), helper.make_node("Mul", ["a", "a"], ["b"]),
              helper.make_node("Tanh", ["b"], ["c"]), helper.make_node("Sigmoid", ["c"], ["y"])]

@@ -3,6 +3,12 @@
 Each normalizes the slices [outer, n, inner] of its input along n. Before
 opset 13 the input is coerced to 2-D at ``axis`` (n covers every axis from
 ``axis`` on); from opset 13 n is the single axis ``axis``.
+
+Softmax of bfloat16 computes as ONNX's reference computes its function body (ReduceMax, Sub,
+Exp, ReduceSum, Div, each result a bfloat16 tensor): x - max, its exp, the quotient and the
+row's running sum, added in index order, are each rounded to bfloat16, as the Attention kernel
+does (onnxruntime has no bfloat16 Softmax to follow). The other types, float16 included, and
+LogSoftmax compute in float (or double) and round once, at the end, as onnxruntime does.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from ...codegen.cexpr import math_fn
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..ir import Node
+from ._quantize import ROUND_HELPER, round_to
 from ._reduce import check_type, normalize_axis, split_at
 from .registry import InferContext, OpDef
 
@@ -40,7 +47,10 @@ class SoftmaxFamily(OpDef):
         outer, n, inner = split_at(x.dims, axis, x.rank if self.coerce_2d else None)
         c = x.compute
         step = "k" if inner == 1 else f"k * {cexpr.lit(inner)}"
-        return k.kernel("c/softmax.c.j2", mode=self.mode, compute=c, output=y.name,
+        by_steps = self.mode == "softmax" and x.dtype is dt.BFLOAT16
+        return k.kernel("c/softmax.c.j2", helpers=(ROUND_HELPER,) if by_steps else (),
+                        mode=self.mode, compute=c, output=y.name,
+                        round=round_to("{}", x.dtype) if by_steps else None, load_y=y.load("{}"),
                         outer=cexpr.lit(outer), n=cexpr.lit(n), inner=cexpr.lit(inner),
                         block=cexpr.lit(cexpr.mul(n, inner)), at=f"base + {step}",
                         load=x.load("{}"), store=y.store("{}"), in_place=c == y.ctype,

@@ -3,11 +3,11 @@ where onnxruntime lacks a kernel)."""
 import ml_dtypes
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import onnxc
-from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model
+from helpers import assert_matches_ort, assert_matches_ort_at_sizes, make_model, run_onnxc, run_ort, softmax_bfloat16_by_steps
 from models import linear_attention
 
 F, H, B = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BOOL
@@ -125,6 +125,72 @@ def test_float16(precision):
     m = attention([("Q", [1, 2, 3, 8]), ("K", [1, 2, 5, 8]), ("V", [1, 2, 5, 8])], ["Y"], elem=H, is_causal=1,
                   **attrs)
     matches_reference(m, feeds_for(m), rtol=2e-3, atol=2e-3)
+
+
+def attention_graph(elem: int, scale: np.ndarray, q: list, k: list, v: list):
+    """softmax(Q s (K^T s) + bias) V as Attention's function body writes it, every tensor of type
+    ``elem``: Mul, Transpose, Mul, MatMul, Add, Softmax, MatMul."""
+    nodes = [helper.make_node("Mul", ["Q", "scale"], ["q_scaled"]),
+             helper.make_node("Transpose", ["K"], ["k_t"], perm=[0, 1, 3, 2]),
+             helper.make_node("Mul", ["k_t", "scale"], ["k_scaled"]),
+             helper.make_node("MatMul", ["q_scaled", "k_scaled"], ["scores"]),
+             helper.make_node("Add", ["scores", "bias"], ["biased"]),
+             helper.make_node("Softmax", ["biased"], ["probs"]),
+             helper.make_node("MatMul", ["probs", "V"], ["Y"])]
+    inputs = [("Q", elem, q), ("K", elem, k), ("V", elem, v), ("bias", elem, [q[2], k[2]])]
+    return make_model(nodes, inputs, [("Y", elem, q[:3] + v[3:])], [numpy_helper.from_array(scale, "scale")], opset=23)
+
+
+def bfloat16_attention_by_steps(feeds: dict, scale: np.ndarray) -> np.ndarray:
+    """The graph of attention_graph in numpy on bfloat16 inputs, each tensor rounded to bfloat16
+    (a MatMul summed exactly and rounded once), the Softmax as the reference computes it."""
+    t = feeds["Q"].dtype
+
+    def rounded(a):
+        return np.asarray(a).astype(t).astype(np.float64)
+    q, k, v, bias = (feeds[n].astype(np.float64) for n in ("Q", "K", "V", "bias"))
+    s = scale.astype(np.float64)
+    scores = rounded(rounded(q * s) @ rounded(k.swapaxes(-1, -2) * s))
+    probs = softmax_bfloat16_by_steps((scores + bias).astype(t)).astype(np.float64)
+    return (probs @ v).astype(t)
+
+
+def attention_graph_and_feeds(np_type):
+    q, k, v = [2, 3, 5, 8], [2, 3, 7, 8], [2, 3, 7, 6]
+    scale = np.array([0.6], np_type)
+    model = attention_graph(helper.np_dtype_to_tensor_dtype(np.dtype(np_type)), scale, q, k, v)
+    causal = np.where(np.arange(7)[None, :] <= np.arange(5)[:, None] + 2, 0, -np.inf)
+    feeds = {name: rng.standard_normal(shape).astype(np_type) for name, shape in (("Q", q), ("K", k))}
+    feeds["V"] = rng.random(v).astype(np_type)   # positive: no output near 0, where ulps say little
+    feeds["bias"] = (causal + rng.standard_normal((5, 7))).astype(np_type)
+    return model, feeds, scale
+
+
+def test_bfloat16_attention_graph_as_the_reference_computes_it():
+    """Attention written out as primitive ops (its _expanded form) on bfloat16 tensors (onnxruntime
+    has no kernels for them): each tensor rounded to bfloat16, the Softmax as the reference
+    computes its function body (the row summed in index order in bfloat16): the reference's bits."""
+    import ml_dtypes
+    model, feeds, scale = attention_graph_and_feeds(ml_dtypes.bfloat16)
+    got = run_onnxc(model, feeds)[0]
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got, bfloat16_attention_by_steps(feeds, scale))
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+def test_float16_attention_graph_as_onnxruntime_computes_it():
+    """The same graph on float16 tensors: each tensor rounded to float16, the Softmax computed in
+    float32 and rounded once as onnxruntime computes it: within 2 ulps of onnxruntime's result
+    (whose float16 MatMuls round differently at times) and nearer to it than the reference, which
+    rounds each step of the Softmax to float16."""
+    model, feeds, _ = attention_graph_and_feeds(np.float16)
+    got = run_onnxc(model, feeds)[0]
+    assert got.dtype == np.float16
+    ort = run_ort(model, feeds)[0].view(np.int16).astype(np.int32)
+    ulps = np.abs(got.view(np.int16).astype(np.int32) - ort)
+    reference_ulps = np.abs(ReferenceEvaluator(model).run(None, feeds)[0].view(np.int16).astype(np.int32) - ort)
+    assert ulps.max() <= 2, np.bincount(ulps.ravel())
+    assert ulps.sum() < reference_ulps.sum(), (np.bincount(ulps.ravel()), np.bincount(reference_ulps.ravel()))
 
 
 def test_double():
