@@ -9,14 +9,13 @@ generated. Every case is listed when refused, including cases that fail natively
 """
 from __future__ import annotations
 
-import argparse
-import multiprocessing
 import os
 import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from conformance import refusal_lists  # noqa: E402
 from conformance.cases import all_cases  # noqa: E402
 from conformance.cuda import CUDA_REFUSALS, cuda_refusal  # noqa: E402
 
@@ -26,27 +25,13 @@ def refusal(name: str) -> tuple[str, str | None]:
     return name, cuda_refusal(all_cases()[name])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--write", action="store_true")
-    parser.add_argument("-j", type=int, default=os.cpu_count() or 1)
-    args = parser.parse_args()
-    names = sorted(all_cases())
-    with multiprocessing.Pool(args.j) as pool:
-        refused = {n: r for n, r in pool.imap_unordered(refusal, names, chunksize=8) if r is not None}
-    for n in sorted(refused):
-        print(f"{n}: {refused[n]}")
-    print(f"the CUDA build takes {len(names) - len(refused)} of {len(names)} cases and refuses {len(refused)}")
-    if args.write:
-        with open(CUDA_REFUSALS, "w", encoding="utf-8") as f:
-            f.write("# ONNX node conformance cases that the CUDA build refuses (a session then runs them on the\n"
-                    "# CPU), one per line: `name: reason`. A case refused but not listed fails the CUDA suites,\n"
-                    "# and so does a listed case that builds (remove it). Regenerate with\n"
-                    "# `python tests/conformance/cuda_refusals.py --write`.\n")
-            for n in sorted(refused):
-                f.write(f"{n}: {refused[n]}\n")
-    return 0
+HEADER = ("# ONNX node conformance cases that the CUDA build refuses (a session then runs them on the\n"
+          "# CPU), one per line: `name: reason`. A case refused but not listed fails the CUDA suites,\n"
+          "# and so does a listed case that builds (remove it). Regenerate with\n"
+          "# `python tests/conformance/cuda_refusals.py --write`.\n")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(refusal_lists.main(
+        refusal, CUDA_REFUSALS, HEADER,
+        lambda taken, refused: f"the CUDA build takes {taken} of {taken + refused} cases and refuses {refused}"))

@@ -9,14 +9,13 @@ is listed when refused, including cases that fail natively under some package ve
 """
 from __future__ import annotations
 
-import argparse
-import multiprocessing
 import os
 import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from conformance import refusal_lists  # noqa: E402
 from conformance.cases import all_cases  # noqa: E402
 from conformance.embedded import PACKAGE_REFUSALS  # noqa: E402
 
@@ -33,26 +32,12 @@ def refusal(name: str) -> tuple[str, str | None]:
     return name, None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--write", action="store_true")
-    parser.add_argument("-j", type=int, default=os.cpu_count() or 1)
-    args = parser.parse_args()
-    names = sorted(all_cases())
-    with multiprocessing.Pool(args.j) as pool:
-        refused = {n: r for n, r in pool.imap_unordered(refusal, names, chunksize=8) if r is not None}
-    for n in sorted(refused):
-        print(f"{n}: {refused[n]}")
-    print(f"{len(names) - len(refused)} of {len(names)} cases build as packages, {len(refused)} are refused")
-    if args.write:
-        with open(PACKAGE_REFUSALS, "w", encoding="utf-8") as f:
-            f.write("# ONNX node conformance cases that `--target c` refuses, one per line: `name: reason`.\n"
-                    "# A case refused but not listed fails the package suite, and so does a listed case that\n"
-                    "# builds (remove it). Regenerate with `python tests/conformance/package_refusals.py --write`.\n")
-            for n in sorted(refused):
-                f.write(f"{n}: {refused[n]}\n")
-    return 0
+HEADER = ("# ONNX node conformance cases that `--target c` refuses, one per line: `name: reason`.\n"
+          "# A case refused but not listed fails the package suite, and so does a listed case that\n"
+          "# builds (remove it). Regenerate with `python tests/conformance/package_refusals.py --write`.\n")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(refusal_lists.main(
+        refusal, PACKAGE_REFUSALS, HEADER,
+        lambda taken, refused: f"{taken} of {taken + refused} cases build as packages, {refused} are refused"))
