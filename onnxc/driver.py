@@ -307,9 +307,13 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
 
     def unit_built(name: str, done: int, seconds: float, cpu: float) -> None:
         stages.done("compile", unit=name, done=done, total=len(sources) + len(helpers), seconds=seconds, cpu=cpu)
-    helpers = [HelperObject(os.path.join(output_dir, name), functools.partial(
-                   object_cache.helper_object, text, toolchain.object_identity(), toolchain.build_object))
-               for name, text in emitted.helper_units.items()]
+    helpers: list[HelperObject] = []
+    if emitted.helper_units:   # (C builds only: a CUDA build is one model.cu)
+        c_toolchain = toolchain
+        assert isinstance(c_toolchain, Toolchain)
+        helpers = [HelperObject(os.path.join(output_dir, name), functools.partial(
+                       object_cache.helper_object, text, c_toolchain.object_identity(), c_toolchain.build_object))
+                   for name, text in emitted.helper_units.items()]
     toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
                            jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers)
     stages.done("link")
