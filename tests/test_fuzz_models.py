@@ -26,6 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from fuzz.campaign import quiet_and_limited
@@ -130,3 +131,24 @@ def test_mutations_change_the_model():
 
 if __name__ == "__main__":
     main()
+
+
+def test_a_mutant_that_loops_for_ever_is_stopped_not_a_hang(monkeypatch):
+    """Found by CI's campaign: a mutation set the control-flow seed's Loop trip count to
+    737,757,407,291,113,475, so the model itself asks for a run of years (onnxruntime would run
+    it as long). The harness stops a run past RUN_SECONDS with RunOptions.terminate, which
+    takes effect between the Loop's iterations; only a run that does not stop then is a hang."""
+    import onnx
+    from onnx import numpy_helper
+    from fuzz import mutants
+    from fuzz.seeds import control_flow
+    model = control_flow()
+    for i, init in enumerate(model.graph.initializer):
+        if init.name == "n":
+            model.graph.initializer[i].CopyFrom(numpy_helper.from_array(
+                np.array(737_757_407_291_113_475, np.int64), "n"))
+    assert any(t.name == "n" for t in model.graph.initializer)
+    monkeypatch.setattr(mutants, "RUN_SECONDS", 1.0)
+    started = time.monotonic()
+    assert try_input(model.SerializeToString()) == "run stopped after the time limit"
+    assert time.monotonic() - started < 60

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 from typing import Any, Optional
 
 import numpy as np
@@ -17,6 +18,7 @@ import onnx
 
 # Larger zero inputs are not fed (the run is skipped): a mutated dim may ask for gigabytes.
 MAX_FEED_ELEMENTS = 1 << 20
+RUN_SECONDS = 10.0   # a mutant's run is stopped (RunOptions.terminate) after this long
 MUTATION_KINDS = ("flip", "truncate", "insert", "delete", "splice", "field", "field")  # (fields twice: they parse)
 MAX_POSITION = 1 << 16
 MESSAGE_CHARACTERS = 48
@@ -150,10 +152,18 @@ def try_input(data: bytes) -> str:
     feed = zeros_feed(sess)
     if feed is None:
         return "loaded, not run"
+    # A run may take as long as the model says (a Loop whose trip count a mutation made 10^17):
+    # past RUN_SECONDS it is stopped as onnxruntime's users stop one, with RunOptions.terminate,
+    # and a run that does not stop then is a hang.
+    stop = onnxc.RunOptions()
+    watchdog = threading.Timer(RUN_SECONDS, lambda: setattr(stop, "terminate", True))
+    watchdog.start()
     try:
-        sess.run(None, feed)
+        sess.run(None, feed, stop)
     except (RuntimeFailure, InvalidArgument) as e:
-        return outcome_class("run failed", e)
+        return "run stopped after the time limit" if stop.terminate else outcome_class("run failed", e)
+    finally:
+        watchdog.cancel()
     return "ran"
 
 
