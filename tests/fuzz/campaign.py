@@ -25,6 +25,7 @@ import fcntl
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -122,6 +123,14 @@ def keep_in_corpus(corpus: Path, m: int, seed: str, outcome: str, data: bytes, f
     return True
 
 
+def portable_paths(text: str) -> str:
+    """A traceback's file names relative to the checkout and to site-packages, so that the
+    record names no folder of the machine that ran it."""
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = text.replace(checkout + os.sep, "")
+    return re.sub(r'"[^"]*/site-packages/', '"site-packages/', text)
+
+
 def onnxc_commit() -> str:
     try:
         return subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short=12", "HEAD"],
@@ -151,7 +160,7 @@ class Run:
     def finding(self, m: int, kind: str, detail: str) -> None:
         seed, ops, data = mutant(m, self.seeds)
         self.entry["findings"].append({"mutant": m, "seed": seed, "kind": kind, "mutations": repr(ops),
-                                       "detail": detail[-2000:]})
+                                       "detail": portable_paths(detail)[-2000:]})
         self.entry["kept_in_corpus"] += keep_in_corpus(self.corpus, m, seed, kind, data, finding=True)
         print(f"finding: {kind} on mutant {m} ({seed}, {ops!r})\n{detail[-2000:]}", flush=True)
 
