@@ -24,7 +24,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from helpers import make_model
-from tools import ensure_tools, is_x86_64, missing
+from tools import ensure_tools, is_x86_64, missing, require_module
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
@@ -140,7 +140,7 @@ REAL_FEEDS = {
 
 
 def _bert_by_onnxruntime(tmp_path):
-    pytest.importorskip("sympy", reason="onnxruntime's transformer optimizer needs sympy")
+    require_module("sympy")   # (onnxruntime's transformer optimizer needs it)
     import onnx
     from onnxruntime.transformers.optimizer import optimize_model
     from models import bert_export
@@ -161,7 +161,7 @@ def _bert_by_onnxruntime(tmp_path):
 def test_real_models_are_clean_under_asan_and_ubsan(name, tmp_path, pytestconfig, tmp_path_factory, capsys):
     """A real model (or onnxruntime's fused BERT, for contrib ops) built with the sanitizers for 2
     threads runs clean and gives onnxruntime's outputs."""
-    ort = pytest.importorskip("onnxruntime")
+    ort = require_module("onnxruntime")
     if name == "bert_contrib":
         data, feeds = _bert_by_onnxruntime(tmp_path)
     else:
