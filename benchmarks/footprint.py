@@ -68,19 +68,14 @@ def kws_dscnn(seed: int = 0) -> onnx.ModelProto:
                    [onnx.helper.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 12])])
 
 
-def int8_cnn() -> onnx.ModelProto | None:
-    """The tiny CNN quantized by onnxruntime's static quantizer (QDQ, int8 weights and
-    activations), or None without onnxruntime."""
-    try:
-        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    except ImportError:
-        return None
-    model = tiny_cnn()
-    rng = np.random.default_rng(0)
+def quantize_qdq(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> onnx.ModelProto:
+    """``model`` through onnxruntime's static quantizer, calibrated on ``feeds``: QDQ, int8
+    weights (symmetric) and activations."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:
-            self.items = iter([{"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(8)])
+            self.items = iter(feeds)
 
         def get_next(self):
             return next(self.items, None)
@@ -91,6 +86,17 @@ def int8_cnn() -> onnx.ModelProto | None:
         quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
                         weight_type=QuantType.QInt8)
         return onnx.load(dst)
+
+
+def int8_cnn() -> onnx.ModelProto | None:
+    """The tiny CNN quantized by onnxruntime's static quantizer (QDQ, int8 weights and
+    activations), or None without onnxruntime."""
+    try:
+        import onnxruntime.quantization  # noqa: F401
+    except ImportError:
+        return None
+    rng = np.random.default_rng(0)
+    return quantize_qdq(tiny_cnn(), [{"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(8)])
 
 
 MODELS = {

@@ -19,6 +19,7 @@ qemu-system-arm (``TOOLS``: what to look for -> the package).
 """
 from __future__ import annotations
 
+import glob
 import os
 import re
 import subprocess
@@ -52,18 +53,24 @@ class FirmwareRun:
     instructions: int | None      # of the model's run (None: the program printed no clock)
 
 
-def build_firmware(folder: str, prefix: str, board: str, elf: str, opt: str = "-Os", align: int = 16) -> str:
+def build_firmware(folder: str, prefix: str, board: str, elf: str, opt: str = "-Os", align: int = 16,
+                   cmsis_nn: str | None = None) -> str:
     """Links the package in ``folder`` (its example program, model and weights) into ``elf`` for
     ``board``; the weights go to flash through ``<PREFIX>_WEIGHTS_SECTION``, aligned to
-    ``align`` bytes. Returns ``elf``; a failed build raises RuntimeError with the compiler's
-    message."""
+    ``align`` bytes; a ``--cmsis-nn`` package with CMSIS-NN's folder ``cmsis_nn`` (its
+    ``Source/*/*.c``, built for the board). Returns ``elf``; a failed build raises RuntimeError
+    with the compiler's message."""
     up = prefix.upper()
     sources = [f"{prefix}_demo.c", f"{prefix}.c"]
     if os.path.exists(os.path.join(folder, f"{prefix}_weights.c")):
         sources.append(f"{prefix}_weights.c")
+    paths = [os.path.join(folder, s) for s in sources]
+    if cmsis_nn is not None:
+        paths += sorted(glob.glob(os.path.join(cmsis_nn, "Source", "*", "*.c")))
     cmd = ["arm-none-eabi-gcc", *BOARDS[board].cflags, opt, "-std=c99", "-ffunction-sections", "-fdata-sections",
            f'-D{up}_WEIGHTS_SECTION="{WEIGHTS_SECTION}"', f"-D{up}_ALIGN={align}", "-DDEMO_CLOCK=mcu_timer_ticks",
-           "-I", folder, os.path.join(FIRMWARE, "startup.c"), *(os.path.join(folder, s) for s in sources),
+           "-I", folder, *(["-I", os.path.join(cmsis_nn, "Include")] if cmsis_nn is not None else []),
+           os.path.join(FIRMWARE, "startup.c"), *paths,
            "--specs=rdimon.specs", "-nostartfiles", "-T", os.path.join(FIRMWARE, "mps2.ld"), "-Wl,--gc-sections",
            "-o", elf, "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -2,15 +2,15 @@
 
 It decides where every tensor lives (graph input, inline constant, weights file,
 static arena, heap), asks each node's op for its kernel, renders kernels from
-templates and assembles the entry point as a list of plain steps that the
-``model.c.j2`` template spells out.
+templates and assembles the entry point as a list of typed steps (``steps.py``) that
+the backend's step macros spell out (``templates/c/steps.j2``).
 """
 from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 import onnx.defs
@@ -21,18 +21,23 @@ from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
 from ..compiler.ops import _winograd
+from ..compiler.ops._cmsis_nn import CONV_HELPER as CMSIS_NN_HELPER
 from . import abi, cexpr, helper_objects, memory, minifloat
+from . import steps as st
 from .kernel import Kernel, KernelContext, Target, TensorRef
 from .literals import BIT_PATTERN_TYPES, c_bit_patterns, c_literals
 from .names import Mangler, c_string, comment
 from .templates import render
 from .units import split_units
+from .uses import Reads, Uses, plain
+
+if TYPE_CHECKING:
+    from .cuda_shells import Shell
 
 INLINE_CONST_BYTES = 256      # larger constants go to the weights file
 PROFILE_MAX_DIMS = 32         # dims a profile event records (inputs' then outputs')
 WEIGHT_ALIGN = 64
 EMBEDDED_CTX_BYTES = 512      # the context at the start of a freestanding build's arena (checked in C)
-_DIM_TOKEN = re.compile(r"\bdim_[A-Za-z0-9_]+")
 RESERVED = frozenset({"ctx", "rc", "inputs", "outputs", "in_shapes", "out_shapes", "weights"})
 
 
@@ -104,7 +109,7 @@ class _Unit:
 
     def __init__(self) -> None:
         self.mangle = Mangler(RESERVED)
-        self.const_locs: dict[int, _Loc] = {}
+        self.const_locs: dict[Value, _Loc] = {}
         self.consts: list[dict[str, Any]] = []
         self.weights = bytearray()
         self.functions: list[dict[str, Any]] = []
@@ -114,10 +119,11 @@ class _Unit:
         self.referenced: set[str] = set()
         self.uses_sequences = False
         self.profile_nodes: list[dict[str, Any]] = []   # what each profile event id is
-        self.derived: list[Value] = []       # constants lowerings derived (packed weights)
         self.external: list[dict[str, Any]] = []   # embedded builds: constants of <prefix>_weights.c
         self.heap_uses: list[str] = []       # what needs memory of a run-time size (not embeddable)
+        self.allocating: list[str] = []      # nodes whose kernels call the allocator themselves (Kernel.allocates)
         self.rng_streams = 0                 # random nodes: each counts its calls in the context
+        self.notes: list[str] = []           # the kernels' notes, "<node label>: <note>"
 
 
 class CEmitter:
@@ -125,6 +131,7 @@ class CEmitter:
     control-flow body) a static function with the same calling convention."""
     template_dir = "c"
     source_template = "c/model.c.j2"
+    step_template = "c/steps.j2"       # the macros that render each kind of step
 
     def __init__(self, graph: Graph, options: EmitOptions, unit: _Unit | None = None,
                  entry_inputs: list[Value] | None = None, outer_ready: frozenset = frozenset(),
@@ -133,8 +140,8 @@ class CEmitter:
         self.opt = options
         self.unit = unit or _Unit()
         self.mangle = self.unit.mangle
-        self.locs: dict[int, _Loc] = {}
-        self.steps: list[dict[str, Any]] = []
+        self.locs: dict[Value, _Loc] = {}
+        self.steps: list[st.Step] = []
         self._dims_ready: set[str] = set()
         # A body's inputs are its formal inputs, then the enclosing values it reads; dims of
         # enclosing graphs it needs but cannot bind from those come after their shapes.
@@ -191,7 +198,7 @@ class CEmitter:
             "profile_max_dims": PROFILE_MAX_DIMS,
             "rng_streams": unit.rng_streams,
             "embedded": False,
-            "cuda": False,
+            "step_template": self.step_template,
             "split": False,
         }
         inputs = [self._io_info(v, v.name) for v in g.inputs]
@@ -298,11 +305,13 @@ class CEmitter:
         weights = "" if weights_bin else render(f"{self.template_dir}/embedded/weights.c.j2",
                                                 {"prefix": prefix, "PREFIX": prefix.upper(), "banner": banner,
                                                  "externals": externals})
-        if re.search(r"\b(malloc|calloc|realloc|free)\s*\(", source):
-            raise OnnxcError("internal: freestanding source allocates memory")
+        if unit.allocating:   # each such kernel also needs memory of a run-time size, refused above
+            raise OnnxcError(f"internal: freestanding source allocates memory ({unit.allocating[0]})")
         return CModel(source, header, bytes(unit.weights) if weights_bin else b"", prefix,
                       ctx_bytes + data["arena_bytes"], inputs, outputs,
-                      functions, {"inputs": ins, "outputs": outs}, weights_source=weights, weights_bytes=weights_bytes)
+                      functions, {"inputs": ins, "outputs": outs, "notes": unit.notes,
+                                                  "cmsis_nn": CMSIS_NN_HELPER in unit.helpers}, weights_source=weights,
+                      weights_bytes=weights_bytes)
 
     def emit_function(self) -> dict[str, Any]:
         """Steps of this graph's function; static intermediates share an arena by liveness.
@@ -317,28 +326,26 @@ class CEmitter:
         self._bind_inputs()
         parallel = self.opt.inter_threads > 0 and not is_body and not self.opt.profile
         # Time for liveness: a node's place, or its level when a level's nodes run together.
-        when = _levels(g) if parallel else {id(n): i for i, n in enumerate(g.nodes)}
+        when = _levels(g) if parallel else {n: i for i, n in enumerate(g.nodes)}
         last_use = self._last_uses(when)
         outputs_of = self._output_slots()
-        static_buffers: list[memory.Buffer] = []
+        static_buffers: list[memory.Buffer[Value]] = []
         for node in g.nodes:
-            step_index = when[id(node)]
+            step_index = when[node]
             for out in node.outputs:
                 if out.const is not None:
                     self._place_const(out)
-                elif id(out) in outputs_of:
-                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "output",
-                                              output_index=outputs_of[id(out)][0])
+                elif out in outputs_of:
+                    self.locs[out] = _Loc(self.mangle(out.name, "t_"), "output", output_index=outputs_of[out][0])
                 elif self._host_only(out) and not is_body:
-                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free="onnxc_host_free")
+                    self.locs[out] = _Loc(self.mangle(out.name, "t_"), "heap", free="onnxc_host_free")
                 elif (out.static or self._bounded_bytes(out) is not None) and not is_body \
                         and not node.impl.allocates_outputs and self.opt.memory != "heap":
-                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "arena")
+                    self.locs[out] = _Loc(self.mangle(out.name, "t_"), "arena")
                     size = self._nbytes_static(out) if out.static else self._bounded_bytes(out)
-                    static_buffers.append(memory.Buffer(id(out), size, step_index,
-                                                        last_use.get(id(out), step_index)))
+                    static_buffers.append(memory.Buffer(out, size, step_index, last_use.get(out, step_index)))
                 else:
-                    self.locs[id(out)] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
+                    self.locs[out] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
         reuse = self.opt.memory != "no_reuse"
         views = self._views(static_buffers) if reuse and not parallel else {}
         shares = self._in_place(static_buffers, when, last_use, views) if reuse and not parallel else {}
@@ -346,17 +353,17 @@ class CEmitter:
         for key, off in offsets.items():
             self.locs[key].offset = off
 
-        index = {id(n): i for i, n in enumerate(g.nodes)}
+        index = {n: i for i, n in enumerate(g.nodes)}
         groups: dict[int, list[Node]] = {}
         for node in g.nodes:
             if not all(o.const is not None for o in node.outputs):
-                groups.setdefault(when[id(node)], []).append(node)
+                groups.setdefault(when[node], []).append(node)
         for time in sorted(groups):
             nodes = groups[time]
             start = len(self.steps)
             self._scratch_base = 0
             for node in nodes:
-                self._emit_node(index[id(node)], node)
+                self._emit_node(index[node], node)
                 if len(nodes) > 1:
                     self._scratch_base = self._scratch_end  # the next one may run at the same time
             self._scratch_base = 0
@@ -364,16 +371,16 @@ class CEmitter:
                 self._run_together(start, len(nodes))
             for node in nodes:
                 for v in reads(node):
-                    loc = self.locs.get(id(v))
-                    if last_use.get(id(v)) == time and loc is not None and loc.kind == "heap":
-                        self.steps.append({"kind": "free", "var": loc.var, "free": loc.free})
+                    loc = self.locs.get(v)
+                    if last_use.get(v) == time and loc is not None and loc.kind == "heap":
+                        self.steps.append(st.Free(loc.var, loc.free))
         for i, v in enumerate(g.outputs):
             self._emit_output(i, v)
 
-        calls = [st for st in self.steps if st["kind"] == "call"] + \
-            [c for st in self.steps if st["kind"] == "parallel" for c in st["calls"]]
-        referenced = {a for st in calls for a in st["args"]} | \
-            {st["src"] for st in self.steps if st["kind"] == "copy_output"}
+        calls: list[st.Call | st.HostCall] = [s for s in self.steps if isinstance(s, (st.Call, st.HostCall))]
+        calls += [c for s in self.steps if isinstance(s, st.Parallel) for c in s.calls]
+        referenced = {a for call in calls for a in call.args} | \
+            {s.src for s in self.steps if isinstance(s, st.CopyOutput)}
         self.unit.referenced |= referenced
         weight_refs = [{"var": loc.var, "ctype": loc.ctype, "offset": loc.offset}
                        for loc in self.unit.const_locs.values() if loc.kind == "weight" and loc.var in referenced]
@@ -423,16 +430,16 @@ class CEmitter:
         pos = 0
         for i, v in enumerate(self.entry_inputs):
             var = self.mangle(v.name, "in_")
-            self.locs[id(v)] = _Loc(var, "input")
-            self.steps.append({"kind": "input", "var": var, "ctype": _ctype(v), "index": i})
+            self.locs[v] = _Loc(var, "input")
+            self.steps.append(st.Input(var, _ctype(v), i))
             for axis, d in enumerate(v.shape if v.is_tensor else ()):
                 where = c_string(f"input '{v.name}' axis {axis}")
                 if isinstance(d, int):
-                    self.steps.append({"kind": "check_dim", "pos": pos, "value": cexpr.lit(d), "where": where})
+                    self.steps.append(st.CheckDim(pos, cexpr.lit(d), where))
                 elif d in self._dims_ready:
-                    self.steps.append({"kind": "check_dim", "pos": pos, "value": self.dim_var(d), "where": where})
+                    self.steps.append(st.CheckDim(pos, self.dim_var(d), where))
                 else:
-                    self.steps.append({"kind": "bind_dim", "pos": pos, "var": self.dim_var(d), "where": where})
+                    self.steps.append(st.BindDim(pos, self.dim_var(d), where))
                     self._dims_ready.add(d)
                 pos += 1
         self._input_dims = pos
@@ -447,8 +454,8 @@ class CEmitter:
             return
         if sym in self.outer_ready:
             # Known to the enclosing function: passed after the input shapes.
-            self.steps.append({"kind": "bind_dim", "pos": self._input_dims + len(self.outer_dims),
-                               "var": self.dim_var(sym), "where": c_string(f"dim {sym} of the enclosing graph")})
+            self.steps.append(st.BindDim(self._input_dims + len(self.outer_dims), self.dim_var(sym),
+                                         c_string(f"dim {sym} of the enclosing graph")))
             self.outer_dims.append(sym)
             self._dims_ready.add(sym)
             return
@@ -462,19 +469,18 @@ class CEmitter:
         x, y = d.args
         what = {"same": f"dims {x} and {y} must be equal", "bcast": f"dims {x} and {y} cannot broadcast"}.get(
             d.op, f"dim {sym} = {d.op}({x}, {y}) is negative")
-        self.steps.append({"kind": "dim", "var": self.dim_var(sym), "op": d.op, "a": a, "b": b,
-                           "what": c_string(what)})
+        self.steps.append(st.Dim(self.dim_var(sym), d.op, a, b, c_string(what)))
         self._dims_ready.add(sym)
 
     # --- constants ------------------------------------------------------------
     def _loc(self, v: Value) -> _Loc:
-        loc = self.locs.get(id(v))
-        if loc is None and id(v) not in self.unit.const_locs and v.const is not None:
+        loc = self.locs.get(v)
+        if loc is None and v not in self.unit.const_locs and v.const is not None:
             self._place_const(v)   # constants are placed when first passed: unused ones cost nothing
-        return loc if loc is not None else self.unit.const_locs[id(v)]
+        return loc if loc is not None else self.unit.const_locs[v]
 
     def _place_const(self, v: Value) -> None:
-        if id(v) in self.unit.const_locs:
+        if v in self.unit.const_locs:
             return
         array = np.asarray(v.const, order="C")
         raw = array.tobytes() if v.dtype is not dt.STRING else b""  # strings: pointers, always inline
@@ -482,7 +488,7 @@ class CEmitter:
         if self.opt.embedded and self.opt.weights_file == "c" and len(raw) > INLINE_CONST_BYTES:
             # a typed array of <prefix>_weights.c, under the model's prefix (two models link together)
             var = self.mangle(v.name, f"{self.opt.prefix}_w_")
-            self.unit.const_locs[id(v)] = _Loc(var, "inline")
+            self.unit.const_locs[v] = _Loc(var, "inline")
             bits, literals = c_bit_patterns(array, v.dtype) if v.dtype in BIT_PATTERN_TYPES else \
                 (None, c_literals(array, v.dtype))
             self.unit.external.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
@@ -494,20 +500,26 @@ class CEmitter:
             weights.extend(b"\0" * pad)
             offset = len(weights)
             weights.extend(raw)
-            self.unit.const_locs[id(v)] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset,
+            self.unit.const_locs[v] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset,
                                                ctype=v.dtype.c_type)
         else:
             var = self.mangle(v.name, "c_")
-            self.unit.const_locs[id(v)] = _Loc(var, "inline")
+            self.unit.const_locs[v] = _Loc(var, "inline")
             self.unit.consts.append({"var": var, "ctype": v.dtype.c_type, "count": max(array.size, 1),
                                 "literals": c_literals(array, v.dtype) or ["0"],
                                 "comment": comment(f"{v.name}: {v.type_str()}")})
 
     # --- nodes ----------------------------------------------------------------
-    def _tensor_ref(self, name: str, v: Value) -> TensorRef:
+    def _tensor_ref(self, name: str, v: Value, uses: Uses) -> TensorRef:
+        """``v`` as parameter ``name`` of a node function whose text records what it names in ``uses``."""
         if not v.is_tensor:  # a container: its elements' dims live in it at run time
-            return TensorRef(name, v.dtype, v.shape, [], None, v.kind, v.key_dtype)
-        return TensorRef(name, v.dtype, tuple(v.shape), [self.dim(d) for d in v.shape], v.const)
+            return TensorRef(uses.tensor(name), v.dtype, v.shape, [], None, v.kind, v.key_dtype)
+        return TensorRef(uses.tensor(name), v.dtype, tuple(v.shape), [self._node_dim(d, uses) for d in v.shape],
+                         v.const)
+
+    def _node_dim(self, d, uses: Uses) -> cexpr.CExpr:
+        """Dim ``d`` as a node function's text names it (recorded in ``uses`` when written)."""
+        return d if isinstance(d, int) else uses.dim(self.dim_var(d))
 
     def _require_value_dims(self, v: Value) -> None:
         if v.is_tensor:
@@ -515,21 +527,23 @@ class CEmitter:
 
     def _emit_node(self, index: int, node: Node) -> None:
         params = Mangler(RESERVED)
+        uses = Uses()
         in_names, out_names = _spec_names(node)
-        inputs = [None if v is None else self._tensor_ref(params(in_names[i], ""), v)
+        inputs = [None if v is None else self._tensor_ref(params(in_names[i], ""), v, uses)
                   for i, v in enumerate(node.inputs)]
-        outputs = [self._tensor_ref(params(out_names[i], ""), v) for i, v in enumerate(node.outputs)]
+        outputs = [self._tensor_ref(params(out_names[i], ""), v, uses) for i, v in enumerate(node.outputs)]
         data_syms = [s for s in _output_syms(node) if self.g.dims.defs[s].kind == "data"
                      and s not in self._dims_ready]
         data_params = [f"out_{self.dim_var(s)}" for s in data_syms]  # see KernelContext.data_dim_ptr
-        captures = [(self._tensor_ref(params(v.name, "cap_"), v), v) for v in captured_values(node)]
+        captures = [(self._tensor_ref(params(v.name, "cap_"), v, uses), v) for v in captured_values(node)]
         for v in node.inputs:
             if v is not None:
                 self._require_value_dims(v)
         for _, v in captures:
             self._require_value_dims(v)
-        k = KernelContext(node, inputs, outputs, self.dim, data_params, self.opt.target)
-        k.captures = {id(v): t for t, v in captures}
+        k = KernelContext(node, inputs, outputs, lambda d: self._node_dim(d, uses), data_params, self.opt.target,
+                          uses)
+        k.captures = {v: t for t, v in captures}
         k.emit_body = lambda attr: self._emit_body(node, attr, k)
         k.new_random_stream = lambda: self._random_stream(node)
         try:
@@ -551,9 +565,11 @@ class CEmitter:
         if data_syms and not self_alloc:
             if kernel.shape_template is None:
                 raise OnnxcError(f"internal: {node.label} has data-dependent dims but no shape template")
-            body = render(kernel.shape_template, _common(k) | kernel.shape_data)
-            dims = _used_dims(body)
-            used = _used_tensors(body, tensor_args)
+            # Its parameters: what its template writes (text the lowering formatted goes to the node function).
+            with uses.into(Reads()) as shape_reads:
+                body = render(kernel.shape_template, _common(k) | kernel.shape_data)
+            dims = sorted(shape_reads.dims)
+            used = [(t, v) for t, v in tensor_args if t.name in shape_reads.tensors]
             fparams = [("onnxc_ctx *", "ctx")] + [("int64_t", d) for d in dims] \
                 + [(f"const {t.ctype} *restrict", t.name) for t, _ in used] \
                 + [("int64_t *restrict", p) for p in data_params]
@@ -561,20 +577,19 @@ class CEmitter:
                                         "types": types, "body": body, "host": True, "family": "shape",
                                         **_parameters(fparams)})
             for s in data_syms:
-                self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
+                self.steps.append(st.DeclareDim(self.dim_var(s)))
             args = ["ctx"] + dims + [self._loc(v).var for _, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
             # (a CUDA build runs it on the host, on host copies of the tensors it reads)
             # (containers live on the host in every build: only tensors are staged)
-            stage = [{"bytes": self._nbytes_expr(v), "ctype": t.ctype, "var": self._loc(v).var}
-                     for t, v in used if self._on_device(v)]
+            stage = [st.Staged(self._nbytes_expr(v), t.ctype, self._loc(v).var) for t, v in used if self._on_device(v)]
             staged = iter(range(len(stage)))
             host_args = ["ctx"] + dims \
                 + [f"(const {t.ctype} *)staged{next(staged)}" if self._on_device(v) else self._loc(v).var
                    for t, v in used] \
                 + ["&" + self.dim_var(s) for s in data_syms]
-            self.steps.append({"kind": "call", "fn": fname + "_shape", "args": args, "comment": label, "host": True,
-                               "stage": stage, "host_args": host_args})
+            self.steps.append(st.HostCall(fname + "_shape", args, label, "computes output dims from data on the host",
+                                          host_args, stage))
             self._dims_ready.update(data_syms)
 
         if self_alloc:
@@ -582,45 +597,54 @@ class CEmitter:
             # The kernel allocates its outputs (control flow): it gets where to store the
             # pointers and the dims it computes.
             for s in data_syms:
-                self.steps.append({"kind": "declare_dim", "var": self.dim_var(s)})
+                self.steps.append(st.DeclareDim(self.dim_var(s)))
             self._dims_ready.update(data_syms)
         for v in node.outputs:
             if self_alloc:
                 break
             self._require_value_dims(v)
-            loc = self.locs[id(v)]
+            loc = self.locs[v]
             if loc.kind == "heap":
                 self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: output {v.name!r} has a size known only "
                                            "at run time")
             if loc.kind in ("heap", "output"):
-                self.steps.append({"kind": "alloc", "var": loc.var, "ctype": v.dtype.c_type,
-                                   "bytes": self._nbytes_expr(v), "heap": loc.kind == "heap",
-                                   "host": self._host_only(v), "output": loc.output_index})
+                self.steps.append(st.Alloc(loc.var, v.dtype.c_type, self._nbytes_expr(v), heap=loc.kind == "heap",
+                                           output=loc.output_index, host=self._host_only(v)))
             elif loc.kind == "arena":
-                step = {"kind": "arena", "var": loc.var, "ctype": v.dtype.c_type, "offset": loc.offset}
-                if not v.static:   # room for the dims' bounds: the actual size must fit
-                    step["check"] = {"bytes": self._nbytes_expr(v), "room": self._bounded_bytes(v)}
-                self.steps.append(step)
+                room = None if v.static else self._bounded_bytes(v)   # dims with bounds: the size must fit
+                check = None if room is None else st.ArenaCheck(self._nbytes_expr(v), room)
+                self.steps.append(st.Arena(loc.var, v.dtype.c_type, loc.offset, check))
 
         for pname, array in kernel.constants.items():
             v = Value(self.g.unique_name(f"{node.name or node.op_type}_{pname}"), dt.from_numpy(array.dtype),
                       tuple(array.shape), array)
-            tensor_args.append((self._tensor_ref(pname, v), v))
-            self.unit.derived.append(v)  # alive as long as the unit: locations are keyed by id()
+            tensor_args.append((self._tensor_ref(pname, v, uses), v))
             self._place_const(v)
         for helper in kernel.helpers:
             if helper not in self.unit.helpers:
                 self.unit.helpers.append(helper)
         for library in kernel.libraries:
             self.unit.libraries.setdefault(library, node.op_type)
+        if kernel.allocates:
+            self.unit.allocating.append(node.label)
         scratch = [(params(name, "scratch_"), size) for name, size in kernel.scratch.items()]
-        body, launch = self._render_kernel(kernel.template, _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]},
-                                           node)
-        dims = _used_dims(body)
-        used = _used_tensors(body, tensor_args)
+        data = _common(k) | kernel.data | {"scratch": [s for s, _ in scratch]}
+        with uses.into(Reads()):   # (a launch is written where the kernel is launched, not in its body)
+            kernel = replace(kernel, shell=self._shell(kernel, data, node))
+        if kernel.shell is not None:   # no parameter, and no arena room, for the scratch its shell drops
+            scratch = [(s, size) for s, size in scratch if s not in kernel.shell.drops]
+        with uses.into(Reads()) as reads:
+            body = self._render_kernel(kernel, data)
+        launch = kernel.shell.launch if kernel.shell is not None else None
+        reads |= uses.lowered   # what the template wrote, and the text the lowering formatted
+        dims = sorted(reads.dims)
+        used = [(t, v) for t, v in tensor_args if t.name in reads.tensors]
+        if kernel.note:
+            body = f"    /* {comment(kernel.note)} */\n" + body
+            self.unit.notes.append(f"{label}: {kernel.note}")
         for t in outputs:
-            if not re.search(rf"\b{t.name}\b", _code_only(body)):
-                body = f"    (void){t.name};\n" + body
+            if t.name not in reads.tensors:
+                body = f"    (void){plain(t.name)};\n" + body
         if self_alloc:
             out_params = [("void **restrict", t.name) for t in outputs] + [("int64_t *restrict", p) for p in data_params]
             dims = [d for d in dims if f"out_{d}" not in data_params]
@@ -637,16 +661,13 @@ class CEmitter:
             scratch_vars.append(var)
             room = size if isinstance(size, int) else self._bounded_scratch(size)
             if room is not None:  # static scratch: the region after the planned arena, reused by every node
-                step = {"kind": "arena", "var": var, "ctype": "uint8_t", "offset": f"ARENA_PLANNED + {offset}"}
-                if not isinstance(size, int):
-                    step["check"] = {"bytes": cexpr.lit(size), "room": room}
-                self.steps.append(step)
+                check = None if isinstance(size, int) else st.ArenaCheck(cexpr.lit(size), room)
+                self.steps.append(st.Arena(var, "uint8_t", f"ARENA_PLANNED + {offset}", check))
                 offset += memory.aligned(room)
             else:
                 self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: needs scratch memory of a run-time size")
                 heap_scratch.append(var)
-                self.steps.append({"kind": "alloc", "var": var, "ctype": "uint8_t", "bytes": cexpr.lit(size),
-                                   "heap": True, "output": -1, "declare": True})
+                self.steps.append(st.Alloc(var, "uint8_t", cexpr.lit(size), heap=True, output=-1, declare=True))
         self.unit.scratch_bytes = max(self.unit.scratch_bytes, offset)
         self._scratch_end = offset
         if self_alloc:
@@ -656,18 +677,22 @@ class CEmitter:
         args = ["ctx"] + dims + [self._loc(v).var for _, v in used] + out_args + scratch_vars
         prof = len(self.unit.profile_nodes) if self.opt.profile else None
         # the tensors it reads, by their place in args (a backend may stage them elsewhere)
-        reads = [{"pos": 1 + len(dims) + j, "bytes": self._nbytes_expr(v), "ctype": t.ctype}
+        reads = [st.Read(1 + len(dims) + j, self._nbytes_expr(v), t.ctype)
                  for j, (t, v) in enumerate(used) if self._on_device(v)]
-        self.steps.append({"kind": "call", "fn": fname, "args": args, "comment": label, "prof": prof,
-                           "launch": launch, "reads": reads, "scratch": bool(scratch_vars)})
+        call = st.Call(fname, args, label, prof, launch, reads, bool(scratch_vars))
+        self.steps.append(self._node_call(node, call))
         for v in node.outputs if self_alloc else ():
             self._require_value_dims(v)
-            self.steps.append({"kind": "adopt", "var": self._loc(v).var, "ctype": _ctype(v),
-                               "slot": self._slot(v)})
+            self.steps.append(st.Adopt(self._loc(v).var, _ctype(v), self._slot(v),
+                                       self._nbytes_expr(v) if self._on_device(v) else None))
         if prof is not None:
             self._profile_step(prof, node)
         for var in heap_scratch:
-            self.steps.append({"kind": "free", "var": var, "free": "free"})
+            self.steps.append(st.Free(var, "free"))
+
+    def _node_call(self, node: Node, call: st.Call) -> st.Step:
+        """The step that runs ``node``'s function (a backend may run it elsewhere)."""
+        return call
 
     def _host_only(self, v: Value) -> bool:
         """Whether ``v`` lives in host memory in a build whose tensors do not (the CUDA build's
@@ -679,10 +704,15 @@ class CEmitter:
         sequence or optional): what a node run on the host reads from copies."""
         return v.is_tensor and not self._host_only(v)
 
-    def _render_kernel(self, template: str, data: dict[str, Any], node: Node) -> tuple[str, Optional[dict[str, Any]]]:
-        """``node``'s function body from its kernel family template; a backend may render another
-        template of the family and say how to launch it (the C build calls it)."""
-        return render(template, data), None
+    def _shell(self, kernel: Kernel, data: dict[str, Any], node: Node) -> Optional[Shell]:
+        """How a backend's loop shell of the kernel's family runs ``node`` (``Kernel.shell``); the
+        C build runs the family's C template."""
+        return None
+
+    def _render_kernel(self, kernel: Kernel, data: dict[str, Any]) -> str:
+        """A node's function body from its kernel family template (a backend renders its shell's
+        template where ``kernel.shell`` says one runs the node)."""
+        return render(kernel.template, data)
 
     def _random_stream(self, node: Node) -> int:
         """A new slot of the context's per-node call counts (c/helpers/random.c.j2)."""
@@ -698,11 +728,11 @@ class CEmitter:
         self.unit.profile_nodes.append({"name": node.name, "op": node.op_type, "domain": node.domain,
                                         "inputs": [info(v) for v in node.inputs if v is not None],
                                         "outputs": [info(v) for v in node.outputs]})
-        self.steps.append({"kind": "profile", "id": prof, "dims": dims})
+        self.steps.append(st.Profile(prof, dims))
 
     def _slot(self, v: Value) -> str:
         """The ``void *`` that owns a heap or output value's memory."""
-        loc = self.locs[id(v)]
+        loc = self.locs[v]
         return self._output_var(loc.output_index) if loc.kind == "output" else f"{loc.var}_mem"
 
     def _emit_body(self, node: Node, attr: str, k: KernelContext) -> dict[str, Any]:
@@ -715,25 +745,25 @@ class CEmitter:
         fn = sub.emit_function()
         self.unit.functions.append({"kind": "body", "name": name, "run": fn,
                                     "comment": comment(f"{attr} of {node.op_type} '{node.name}'")})
-        cap_refs = [k.captures[id(v)] for v in caps]
+        cap_refs = [k.captures[v] for v in caps]
         return {
             "fn": name,
             "captures": [t.name for t in cap_refs],
             "capture_dims": [cexpr.lit(d) for t in cap_refs for d in t.dims],
-            "outer_dims": [self.dim_var(s) for s in sub.outer_dims],
+            "outer_dims": [k.dim(s) for s in sub.outer_dims],
             "outputs": [{"rank": len(v.shape) if v.is_tensor else 0, "ctype": v.dtype.c_type,
                          "itemsize": v.dtype.itemsize, "kind": v.kind, "free": _free_fn(v)}
                         for v in body.outputs],
         }
 
     # --- outputs --------------------------------------------------------------
-    def _output_slots(self) -> dict[int, list[int]]:
+    def _output_slots(self) -> dict[Value, list[int]]:
         """Values computed by a node straight into an output buffer (first slot wins)."""
-        slots: dict[int, list[int]] = {}
-        inputs = {id(v) for v in self.entry_inputs}
+        slots: dict[Value, list[int]] = {}
+        inputs = set(self.entry_inputs)
         for i, v in enumerate(self.g.outputs):
-            if v.const is None and id(v) not in inputs:
-                slots.setdefault(id(v), []).append(i)
+            if v.const is None and v not in inputs:
+                slots.setdefault(v, []).append(i)
         return slots
 
     def _output_var(self, i: int) -> str:
@@ -745,11 +775,11 @@ class CEmitter:
         shape_pos = sum(len(o.shape) for o in self.g.outputs[:i] if o.is_tensor)
         dims = [cexpr.lit(self.dim(d)) for d in v.shape] if v.is_tensor else []
         if not (loc.kind == "output" and loc.output_index == i):
-            self.steps.append({"kind": "copy_output", "index": i, "src": loc.var, "seq": not v.is_tensor,
-                               "bytes": self._nbytes_expr(v) if v.is_tensor else "0", "var": self._output_var(i)})
+            self.steps.append(st.CopyOutput(i, loc.var, not v.is_tensor, self._nbytes_expr(v) if v.is_tensor else "0",
+                                            self._output_var(i)))
         else:
-            self.steps.append({"kind": "bind_output", "index": i, "var": loc.var, "out": self._output_var(i)})
-        self.steps.append({"kind": "output_shape", "pos": shape_pos, "dims": dims})
+            self.steps.append(st.BindOutput(i, loc.var, self._output_var(i)))
+        self.steps.append(st.OutputShape(shape_pos, dims))
 
     # --- sizes ---------------------------------------------------------------------
     def _nbytes_static(self, v: Value) -> int:
@@ -833,82 +863,82 @@ class CEmitter:
     def _nbytes_expr(self, v: Value) -> str:
         return cexpr.lit(cexpr.mul(v.dtype.itemsize, *[self.dim(d) for d in v.shape]))
 
-    def _views(self, buffers: list[memory.Buffer]) -> dict[int, tuple[int, int]]:
+    def _views(self, buffers: list[memory.Buffer[Value]]) -> dict[Value, tuple[Value, int]]:
         """Input buffer -> (output buffer, byte offset) where it is planned inside a node's
         output (OpDef.input_views): both in the arena, the input read once by that node and
         placed in one output only."""
         in_arena = {b.key for b in buffers}
-        views: dict[int, tuple[int, int]] = {}
+        views: dict[Value, tuple[Value, int]] = {}
         for node in self.g.nodes:
             out = node.outputs[0] if len(node.outputs) == 1 else None
-            if out is None or id(out) not in in_arena or node.subgraphs:
+            if out is None or out not in in_arena or node.subgraphs:
                 continue
             for i, offset in node.impl.input_views(node):
                 v = node.inputs[i]
-                if id(v) in in_arena and id(v) not in views and sum(x is v for x in node.inputs) == 1:
-                    views[id(v)] = (id(out), offset)
+                if v is not None and v in in_arena and v not in views and sum(x is v for x in node.inputs) == 1:
+                    views[v] = (out, offset)
         return views
 
-    def _in_place(self, buffers: list[memory.Buffer], when: dict[int, int],
-                  last_use: dict[int, int], views: dict[int, tuple[int, int]]) -> dict[int, int]:
+    def _in_place(self, buffers: list[memory.Buffer[Value]], when: dict[Node, int],
+                  last_use: dict[Value, int], views: dict[Value, tuple[Value, int]]) -> dict[Value, Value]:
         """Output buffer -> the input buffer it is written over: an input its node may
         overwrite (OpDef.in_place) that dies at that node, in the arena, of the same size,
         neither of them a view or holding views (their bytes are not theirs alone)."""
         in_arena = {b.key: b for b in buffers}
         viewed = set(views) | {outer for outer, _ in views.values()}
-        taken: set[int] = set(viewed)
-        shares: dict[int, int] = {}
+        taken: set[Value] = set(viewed)
+        shares: dict[Value, Value] = {}
         for node in self.g.nodes:
             out = node.outputs[0] if len(node.outputs) == 1 else None
-            if out is None or id(out) not in in_arena or id(out) in viewed or node.subgraphs:
+            if out is None or out not in in_arena or out in viewed or node.subgraphs:
                 continue
             for i in node.impl.in_place(node):
                 v = node.inputs[i]
-                buf = in_arena.get(id(v))
-                if buf is None or id(v) in taken or last_use.get(id(v)) != when[id(node)] \
-                        or buf.size != in_arena[id(out)].size:
+                buf = in_arena.get(v) if v is not None else None
+                if v is None or buf is None or v in taken or last_use.get(v) != when[node] \
+                        or buf.size != in_arena[out].size:
                     continue
-                shares[id(out)] = id(v)
-                taken.add(id(v))
+                shares[out] = v
+                taken.add(v)
                 break
         return shares
 
-    def _last_uses(self, when: dict[int, int]) -> dict[int, int]:
-        last: dict[int, int] = {}
+    def _last_uses(self, when: dict[Node, int]) -> dict[Value, int]:
+        last: dict[Value, int] = {}
         for node in self.g.nodes:
             for v in reads(node):
-                last[id(v)] = max(last.get(id(v), -1), when[id(node)])
+                last[v] = max(last.get(v, -1), when[node])
         end = max(when.values(), default=0) + 1
         for v in self.g.outputs:
-            last[id(v)] = end
+            last[v] = end
         return last
 
     def _run_together(self, start: int, count: int) -> None:
         """The node calls emitted from ``start`` become one parallel step, when nothing else
         needs to happen between them (no computed dims, heap scratch, adopted outputs)."""
         steps = self.steps[start:]
-        calls = [s for s in steps if s["kind"] == "call"]
-        if len(calls) != count or any(s["kind"] not in ("call", "dim", "arena", "alloc") or s.get("declare")
-                                      for s in steps):
+        calls = [s for s in steps if isinstance(s, st.Call)]
+        if len(calls) != count or any(not isinstance(s, (st.Call, st.Dim, st.Arena, st.Alloc))
+                                      or (isinstance(s, st.Alloc) and s.declare) for s in steps):
             return
-        self.steps[start:] = [s for s in steps if s["kind"] != "call"] + [{"kind": "parallel", "calls": calls,
-                                                                           "threads": self.opt.inter_threads}]
+        others = [s for s in steps if not isinstance(s, st.Call)]
+        self.steps[start:] = others + [st.Parallel(calls, self.opt.inter_threads)]
 
 
-def _levels(g: Graph) -> dict[int, int]:
-    """id(node) -> when it runs: nodes with the same time do not depend on each other
+def _levels(g: Graph) -> dict[Node, int]:
+    """node -> when it runs: nodes with the same time do not depend on each other
     (ExecutionMode.ORT_PARALLEL runs them together). A node's level is one more than the
     deepest node it reads from; nodes with string tensors share the context's string pool,
     so each gets a time of its own after its level's group."""
-    made_by: dict[int, Node] = {id(o): n for n in g.nodes for o in n.outputs}
-    level: dict[int, int] = {}
+    made_by: dict[Value, Node] = {o: n for n in g.nodes for o in n.outputs}
+    level: dict[Node, int] = {}
     band = len(g.nodes) + 1
-    when: dict[int, int] = {}
+    when: dict[Node, int] = {}
     for i, n in enumerate(g.nodes):
-        deps = [level[id(made_by[id(v)])] for v in reads(n) if id(v) in made_by]
-        level[id(n)] = max(deps) + 1 if deps else 0
+        deps = [level[made_by[v]] for v in reads(n) if v in made_by]
+        level[n] = max(deps) + 1 if deps else 0
         strings = any(v.dtype is dt.STRING for v in list(reads(n)) + list(n.outputs))
-        when[id(n)] = level[id(n)] * band + (i + 1 if strings else 0)
+        when[n] = level[n] * band + (i + 1 if strings else 0)
     return when
 
 
@@ -928,29 +958,11 @@ def _common(k: KernelContext) -> dict[str, Any]:
             "data_dims": k.data_dims}
 
 
-_STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-
-
 def _parameters(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
     """A node function's parameters from (C type, name) pairs: their declarations, and their names
     (what a call passes them as)."""
-    return {"params": [f"{ctype}{'' if ctype.endswith('*') else ' '}{name}" for ctype, name in pairs],
-            "arg_names": [name for _, name in pairs]}
-
-
-def _code_only(body: str) -> str:
-    """The body without string literals, so words inside messages do not count as uses."""
-    return _STRING_LITERAL.sub('""', body)
-
-
-def _used_dims(body: str) -> list[str]:
-    return sorted(set(_DIM_TOKEN.findall(_code_only(body))))
-
-
-def _used_tensors(body: str, tensor_args: list) -> list:
-    """Only the inputs a kernel body reads become parameters (no unused-parameter warnings)."""
-    code = _code_only(body)
-    return [(t, v) for t, v in tensor_args if re.search(rf"\b{t.name}\b", code)]
+    return {"params": [f"{ctype}{'' if ctype.endswith('*') else ' '}{plain(name)}" for ctype, name in pairs],
+            "arg_names": [plain(name) for _, name in pairs]}
 
 
 def _output_syms(node: Node) -> list[str]:

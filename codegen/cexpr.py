@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Union
 
-CExpr = Union[int, str]
+from .uses import join
+
+CExpr = Union[int, str]   # a str may be a uses.CText: the identifiers it names travel with it
 
 
 def lit(x: CExpr) -> str:
@@ -25,7 +27,7 @@ def mul(*xs: CExpr) -> CExpr:
     if not syms:
         return const
     terms = ([lit(const)] if const != 1 else []) + syms
-    return terms[0] if len(terms) == 1 else "(" + " * ".join(terms) + ")"
+    return terms[0] if len(terms) == 1 else join("", ["(", join(" * ", terms), ")"])
 
 
 def add(*xs: CExpr) -> CExpr:
@@ -38,7 +40,7 @@ def add(*xs: CExpr) -> CExpr:
     if not syms:
         return const
     terms = syms + ([lit(const)] if const != 0 else [])
-    return terms[0] if len(terms) == 1 else "(" + " + ".join(terms) + ")"
+    return terms[0] if len(terms) == 1 else join("", ["(", join(" + ", terms), ")"])
 
 
 def prod(xs: Iterable[CExpr]) -> CExpr:

@@ -68,8 +68,9 @@ def write_package(model: CModel, output_dir: str, command: str, version: str, ti
     ins, outs = io(model.inputs, model.extra["inputs"]), io(model.outputs, model.extra["outputs"])
     weights_bin = not model.weights_source
     names = file_names(prefix)
+    cmsis_nn = bool(model.extra.get("cmsis_nn"))
     common = {"banner": banner, "prefix": prefix, "PREFIX": prefix.upper(), "weights_bin": weights_bin,
-              "files": names}
+              "files": names, "cmsis_nn": cmsis_nn}
     files = {names["source"]: model.source, names["header"]: model.header,
              names["demo"]: render("c/embedded/main.c.j2", {**common, "inputs": ins, "outputs": outs}),
              "Makefile": render("c/embedded/Makefile.j2", common),
@@ -85,11 +86,17 @@ def write_package(model: CModel, output_dir: str, command: str, version: str, ti
         files[names["weights_bin"]] = ""
     cc = cc or os.environ.get("CC", "cc")
     sources = [names["source"]] + ([] if weights_bin else [names["weights_c"]])
-    code_bytes, size_command = _check_and_measure(cc, output_dir, sources, names["header"])
+    if cmsis_nn:   # (the model's source needs CMSIS-NN's headers, which the build names)
+        if sources[1:]:
+            _check_and_measure(cc, output_dir, sources[1:], names["header"])
+        code_bytes, size_command = "n/a", "not measured: the code calls CMSIS-NN"
+    else:
+        code_bytes, size_command = _check_and_measure(cc, output_dir, sources, names["header"])
     readme = render("c/embedded/README.md.j2", {
         **common, "title": comment(title), "version": comment(version),
         "command": comment(command), "arena_bytes": model.arena_bytes, "weights_bytes": model.weights_bytes,
-        "code_bytes": code_bytes, "size_command": size_command, "inputs": ins, "outputs": outs})
+        "code_bytes": code_bytes, "size_command": size_command, "inputs": ins, "outputs": outs,
+        "notes": model.extra.get("notes", [])})
     _write(os.path.join(output_dir, "README.md"), readme)
     return {"target": "c", "prefix": prefix, "arena_bytes": model.arena_bytes,
             "weights_bytes": model.weights_bytes, "code_bytes": code_bytes,

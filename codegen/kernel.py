@@ -7,15 +7,19 @@ dims are rendered the same way everywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
 from ..compiler import dtypes as dt
 from ..compiler.errors import UnsupportedError
-from ..compiler.ir import Node
+from ..compiler.ir import Node, Value
 from . import cexpr
 from .cexpr import CExpr
+from .uses import Uses, fill, plain
+
+if TYPE_CHECKING:
+    from .cuda_shells import Shell
 
 
 _CONTAINER_CTYPE = {"map": "onnxc_map"}
@@ -23,7 +27,10 @@ _CONTAINER_CTYPE = {"map": "onnxc_map"}
 
 @dataclass
 class TensorRef:
-    """A node's input or output as the kernel sees it: a C name, types and dims."""
+    """A node's input or output as the kernel sees it: a C name, types and dims.
+
+    ``name`` and the symbolic ``dims`` are ``uses.CText``: writing them into the body is what
+    makes the tensor and the dims parameters of the node function."""
     name: str                  # C parameter name inside the node function (spec name)
     dtype: dt.DType
     shape: tuple               # IR dims
@@ -54,14 +61,14 @@ class TensorRef:
 
     def load(self, index: str) -> str:
         """C expression: element ``index`` converted to the compute type."""
-        return self.dtype.load.format(f"{self.name}[{index}]")
+        return fill(self.dtype.load, fill("{}[{}]", self.name, index))
 
     def store(self, expr: str) -> str:
         """C expression: compute-type ``expr`` converted to the storage type (explicitly: a
         double computed for a float output narrows on purpose, -Wconversion stays quiet)."""
         if self.dtype.store == "{}" and self.dtype.kind != "string":
-            return f"({self.dtype.c_type})({expr})"
-        return self.dtype.store.format(expr)
+            return fill("({})({})", self.dtype.c_type, expr)
+        return fill(self.dtype.store, expr)
 
     def data(self) -> dict[str, Any]:
         """Plain template data."""
@@ -92,6 +99,11 @@ class Target:
     # Quantized kernels (QLinearConv, QLinearMatMul, QGemm) in integer arithmetic only, reading
     # int8 weights in place without converted copies: no float unit needed (``--target c``).
     integer_only: bool = False
+    # How those kernels requantize int32 accumulators: "float" (onnxruntime's float32 product,
+    # rounded half to even) or "fixed_point" (TFLite's and CMSIS-NN's multiplier and shift).
+    requantize: str = "float"
+    # Eligible int8 convolutions call CMSIS-NN (--cmsis-nn, --target c; implies fixed_point).
+    cmsis_nn: bool = False
     # The build may link the system's libraries (image codecs): not a freestanding package.
     system_libraries: bool = True
 
@@ -114,11 +126,22 @@ class Kernel:
     # System libraries the helpers call (names in codegen/system_libraries.py): linked into
     # this model's library only.
     libraries: list[str] = field(default_factory=list)
+    # What the reader of the generated code should know about how the node is computed (a
+    # comment at the top of its function; packages list the notes in their README).
+    note: str = ""
+    # The body, its shape template or its helpers call the C allocator themselves (sequence
+    # elements, a sort's work buffer, a decoder's rows): never in a freestanding build.
+    allocates: bool = False
+    # How a backend's loop shell of the family runs the node (its launch, variant and the scratch
+    # it does without, codegen/cuda_shells): set by the emitter from the data above, None for
+    # the C loops.
+    shell: Optional[Shell] = None
 
 
 class KernelContext:
     def __init__(self, node: Node, inputs: list[Optional[TensorRef]], outputs: list[TensorRef],
-                 dim: Callable[[Any], CExpr], data_dims: list[str], target: Target = Target()) -> None:
+                 dim: Callable[[Any], CExpr], data_dims: list[str], target: Target = Target(),
+                 uses: Optional[Uses] = None) -> None:
         self.node = node
         self.target = target
         self.constants: dict[str, np.ndarray] = {}
@@ -126,11 +149,13 @@ class KernelContext:
         self.inputs = inputs
         self.outputs = outputs
         self._dim = dim
+        # What the node function's text names (tensors, dims): its parameters.
+        self.uses = uses if uses is not None else Uses()
         # C names of the pointer parameters through which a shape template sets data dims.
         self.data_dims = data_dims
-        # Control flow: enclosing-graph values the node's bodies read (id -> parameter), and
+        # Control flow: enclosing-graph values the node's bodies read (value -> parameter), and
         # the emitter's callback that emits a body as a function.
-        self.captures: dict[int, TensorRef] = {}
+        self.captures: dict[Value, TensorRef] = {}
         self.emit_body: Optional[Callable[[str], dict[str, Any]]] = None
         self.new_random_stream: Optional[Callable[[], Optional[int]]] = None
 
@@ -139,7 +164,7 @@ class KernelContext:
 
     def data_dim_ptr(self, dim: CExpr) -> Optional[str]:
         """The ``int64_t *`` a shape template sets for this (C-rendered) dim, if the node computes it."""
-        ptr = f"out_{dim}" if isinstance(dim, str) else None
+        ptr = f"out_{plain(dim)}" if isinstance(dim, str) else None   # (names the pointer, not the dim)
         return ptr if ptr in self.data_dims else None
 
     def body(self, attr: str) -> dict[str, Any]:
@@ -180,7 +205,8 @@ class KernelContext:
         if name in taken or name in self.constants:
             raise ValueError(f"internal: constant parameter {name!r} is already a parameter")
         self.constants[name] = np.ascontiguousarray(array)
-        return name
+        return self.uses.tensor(name)
 
-    def kernel(self, template: str, helpers: tuple[str, ...] = (), **data: Any) -> Kernel:
-        return Kernel(template, data, helpers=list(helpers), constants=dict(self.constants))
+    def kernel(self, template: str, helpers: tuple[str, ...] = (), allocates: bool = False, **data: Any) -> Kernel:
+        """The lowered node; ``allocates``: its templates call malloc/free (``Kernel.allocates``)."""
+        return Kernel(template, data, helpers=list(helpers), constants=dict(self.constants), allocates=allocates)

@@ -10,15 +10,17 @@ with symbolic sizes are left to the runtime allocator.
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Generic, Optional, TypeVar
 
 ALIGN = 64
+K = TypeVar("K", bound=Hashable)   # what a buffer holds (the emitter's: the IR value)
 
 
 @dataclass
-class Buffer:
-    key: int        # id of the IR value
+class Buffer(Generic[K]):
+    key: K          # what it holds
     size: int       # bytes
     first: int      # index of the producing step
     last: int       # index of the last reading step
@@ -28,8 +30,8 @@ def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def plan(buffers: list[Buffer], reuse: bool = True, shares: Optional[dict[int, int]] = None,
-         views: Optional[dict[int, tuple[int, int]]] = None) -> tuple[dict[int, int], int]:
+def plan(buffers: list[Buffer[K]], reuse: bool = True, shares: Optional[dict[K, K]] = None,
+         views: Optional[dict[K, tuple[K, int]]] = None) -> tuple[dict[K, int], int]:
     """Returns (key -> byte offset, arena size); without ``reuse`` every buffer gets its own bytes.
     ``shares``: key -> the key of a buffer it is written over (same size, whose last use is
     this one's first step); such chains get one byte range for their joint lifetime.
@@ -37,7 +39,7 @@ def plan(buffers: list[Buffer], reuse: bool = True, shares: Optional[dict[int, i
     (which may itself be a view); the outermost buffer holds its bytes from the first
     step of any of them to the last (keys of views take part in no share)."""
     if views:
-        def anchor(key: int) -> tuple[int, int]:
+        def anchor(key: K) -> tuple[K, int]:
             offset = 0
             while key in views:
                 key, at = views[key]
@@ -55,13 +57,13 @@ def plan(buffers: list[Buffer], reuse: bool = True, shares: Optional[dict[int, i
                 offsets[b.key] = offsets[root] + offset
         return offsets, arena
     if shares:
-        root: dict[int, int] = {}
+        root: dict[K, K] = {}
         for key in (b.key for b in buffers):
             r = key
             while r in shares:
                 r = shares[r]
             root[key] = r
-        joint: dict[int, Buffer] = {}
+        joint: dict[K, Buffer[K]] = {}
         for b in buffers:
             r = root[b.key]
             j = joint.setdefault(r, Buffer(r, b.size, b.first, b.last))
@@ -75,7 +77,7 @@ def plan(buffers: list[Buffer], reuse: bool = True, shares: Optional[dict[int, i
             arena += aligned(max(buf.size, 1))
         return offsets, arena
     placed: list[tuple[int, int, Buffer]] = []  # (offset, size, buffer)
-    offsets: dict[int, int] = {}
+    offsets: dict[K, int] = {}
     arena = 0
     for buf in sorted(buffers, key=lambda b: (-b.size, b.first)):
         size = aligned(max(buf.size, 1))

@@ -58,12 +58,12 @@ def _value_info(name: str, v: Value) -> onnx.ValueInfoProto:
 def _graph(g: Graph, top: bool = False) -> onnx.GraphProto:
     nodes: list[onnx.NodeProto] = []
     inits: dict[str, onnx.TensorProto] = {}
-    defined = {id(v) for v in g.inputs}
+    defined = set(g.inputs)
 
     def ref(v: Value | None) -> str:
         if v is None:
             return ""
-        if v.const is not None and id(v) not in defined and v.name not in inits:
+        if v.const is not None and v not in defined and v.name not in inits:
             inits[v.name] = numpy_helper.from_array(_array(v), v.name)
         return v.name
 
@@ -73,7 +73,7 @@ def _graph(g: Graph, top: bool = False) -> onnx.GraphProto:
             nodes.extend(n.impl.export(n, inputs, [o.name for o in n.outputs]))
         else:
             nodes.append(node_proto(n, inputs))
-        defined.update(id(o) for o in n.outputs)
+        defined.update(n.outputs)
     outputs = []
     for v, name in zip(g.outputs, g.output_names or [o.name for o in g.outputs]):
         src = ref(v)

@@ -36,20 +36,24 @@ STANDARD_OPSETS = {"": max(row[2] for row in onnx.helper.VERSION_TABLE),
 def load_model(source: ModelSource) -> onnx.ModelProto:
     """Load and check a model; external data is resolved next to a model file, never outside its folder."""
     folder = None
+    serialized: Optional[bytes] = None   # the model's bytes as given, which the checker can take as they are
     try:
         if isinstance(source, onnx.ModelProto):
             model = source
         elif isinstance(source, (bytes, bytearray, memoryview)):
-            model = onnx.load_model_from_string(bytes(source))
+            serialized = bytes(source)
+            model = onnx.load_model_from_string(serialized)
         else:
             path = os.fspath(source)
             if not os.path.isfile(path):
                 raise ModelNotFound(f"model file not found: {path}")
-            model = onnx.load(path, load_external_data=False)
+            with open(path, "rb") as f:
+                serialized = f.read()
+            model = onnx.load_model_from_string(serialized)
             folder = os.path.dirname(os.path.abspath(path))
-        _check_external_data(model, folder)
-        if folder is not None:
+        if _check_external_data(model, folder):
             external_data_helper.load_external_data_for_model(model, folder)
+            serialized = None
     except ModelError:
         raise
     except DecodeError as e:
@@ -58,7 +62,10 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
         raise ModelError(f"cannot load the model: {e}") from e
     _check_text(model)
     try:
-        onnx.checker.check_model(_as_checker_sees_it(model))
+        seen = _as_checker_sees_it(model)
+        # (the bytes as given when they are what the checker would see: serializing a model with
+        # hundreds of megabytes of weights again takes a second)
+        onnx.checker.check_model(serialized if seen is model and serialized is not None else seen)
     except Exception as e:
         # Ops the standard later deprecated (GroupNormalization-18 ...) are still valid in the
         # opsets they were written for; onnxruntime runs them, so do we.
@@ -111,12 +118,15 @@ def _as_checker_sees_it(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
-def _check_external_data(model: onnx.ModelProto, folder: Optional[str]) -> None:
+def _check_external_data(model: onnx.ModelProto, folder: Optional[str]) -> bool:
     """Every external data file is a regular file inside ``folder`` (links resolved) that holds
-    the bytes the tensor names: a model cannot make onnxc read other files."""
+    the bytes the tensor names: a model cannot make onnxc read other files. Returns whether any
+    tensor has external data."""
+    found = False
     for tensor in _all_tensors(model.graph):
         if not external_data_helper.uses_external_data(tensor):
             continue
+        found = True
         info = external_data_helper.ExternalDataInfo(tensor)
         where = f"tensor {tensor.name!r}: external data {info.location!r}"
         if folder is None:
@@ -134,6 +144,7 @@ def _check_external_data(model: onnx.ModelProto, folder: Optional[str]) -> None:
         offset, length = info.offset or 0, info.length
         if offset < 0 or offset > size or (length is not None and (length < 0 or offset + length > size)):
             raise ModelError(f"{where}: offset {offset} and length {length} do not fit its {size} bytes")
+    return found
 
 
 def _all_tensors(graph: onnx.GraphProto):

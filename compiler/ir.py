@@ -131,10 +131,10 @@ class Graph:
 
     # --- queries ------------------------------------------------------
     def values(self) -> Iterator[Value]:
-        seen: set[int] = set()
+        seen: set[Value] = set()
         for v in self._all_values():
-            if id(v) not in seen:
-                seen.add(id(v))
+            if v not in seen:
+                seen.add(v)
                 yield v
 
     def _all_values(self) -> Iterator[Value]:
@@ -144,12 +144,12 @@ class Graph:
             yield from n.outputs
         yield from self.outputs
 
-    def consumers(self) -> dict[int, list[Node]]:
-        """id(value) -> nodes that read it, captures of bodies included (computed on demand)."""
-        out: dict[int, list[Node]] = {}
+    def consumers(self) -> dict[Value, list[Node]]:
+        """value -> nodes that read it, captures of bodies included (computed on demand)."""
+        out: dict[Value, list[Node]] = {}
         for n in self.nodes:
             for v in reads(n):
-                out.setdefault(id(v), []).append(n)
+                out.setdefault(v, []).append(n)
         return out
 
     # --- edits ----------------------------------------------------------
@@ -161,8 +161,8 @@ class Graph:
                 body.replace_uses(old, new)
         self.outputs = [new if v is old else v for v in self.outputs]
 
-    def remove_nodes(self, dead: set[int]) -> None:
-        self.nodes = [n for n in self.nodes if id(n) not in dead]
+    def remove_nodes(self, dead: set[Node]) -> None:
+        self.nodes = [n for n in self.nodes if n not in dead]
 
     def dump(self, indent: str = "") -> str:
         """A compact text form used in pass tests and debugging."""
@@ -180,25 +180,24 @@ class Graph:
 
 def captured_values(node: Node) -> list[Value]:
     """Values of enclosing graphs that ``node``'s bodies read (constants excluded), in order."""
-    out: dict[int, Value] = {}
+    out: dict[Value, None] = {}   # (ordered, each value once)
     for body in node.subgraphs.values():
-        for v in free_values(body):
-            out.setdefault(id(v), v)
-    return list(out.values())
+        out.update(dict.fromkeys(free_values(body)))
+    return list(out)
 
 
 def free_values(graph: Graph) -> list[Value]:
-    defined = {id(v) for v in graph.inputs}
-    out: dict[int, Value] = {}
+    defined = set(graph.inputs)
+    out: dict[Value, None] = {}   # (ordered, each value once)
     for n in graph.nodes:
         for v in list(n.inputs) + captured_values(n):
-            if v is not None and v.const is None and id(v) not in defined:
-                out.setdefault(id(v), v)
-        defined.update(id(o) for o in n.outputs)
+            if v is not None and v.const is None and v not in defined:
+                out.setdefault(v)
+        defined.update(n.outputs)
     for v in graph.outputs:
-        if v.const is None and id(v) not in defined:
-            out.setdefault(id(v), v)
-    return list(out.values())
+        if v.const is None and v not in defined:
+            out.setdefault(v)
+    return list(out)
 
 
 def reads(node: Node) -> list[Value]:

@@ -75,6 +75,12 @@ def _compile(args: argparse.Namespace) -> int:
             raise CliError(f"--disable {name}: not an optimization onnxc has ({', '.join(known)})")
     if args.weights == "bin" and args.target != "c":
         raise CliError("--weights bin needs --target c")
+    if args.requantize == "fixed-point" and args.target == "cuda":
+        raise CliError("--requantize fixed-point: not with --target cuda")
+    if args.cmsis_nn and args.target != "c":
+        raise CliError("--cmsis-nn needs --target c")
+    if args.cmsis_nn and args.requantize == "float":
+        raise CliError("--cmsis-nn requantizes in fixed point: it cannot be combined with --requantize float")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", args.name):
         raise CliError(f"--name {args.name!r}: a C identifier of at most 32 characters")
     if args.threads < 0:
@@ -95,7 +101,8 @@ def _compile(args: argparse.Namespace) -> int:
                              march="" if args.portable or args.target == "c" else args.march, prefix=args.name,
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
                              dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights,
-                             threads=threads)
+                             threads=threads, cmsis_nn=args.cmsis_nn,
+                             requantize=(args.requantize or "float").replace("-", "_"))
     if args.target == "cuda":
         from .runtime import cuda
         # (the options a session with the CUDA provider's defaults asks for: it finds this build)
@@ -119,9 +126,10 @@ def _compile(args: argparse.Namespace) -> int:
     if shown and built:
         print(progress.summary(), file=sys.stderr)
     if args.target == "c":
+        code = manifest["code_bytes"]   # ("n/a" where it was not measured)
         _say(args, f"wrote the C package {args.output} in {took:.2f}s (arena {human_size(manifest['arena_bytes'])}, "
-                   f"weights {human_size(manifest['weights_bytes'])}, code {human_size(manifest['code_bytes'])} "
-                   "on this host)")
+                   f"weights {human_size(manifest['weights_bytes'])}, "
+                   f"code {human_size(code) if isinstance(code, int) else code} on this host)")
         return EXIT_OK
     how = "compiled" if built else "found in the cache"
     _say(args, f"{how} {args.model} -> {args.output} in {took:.2f}s "
@@ -729,6 +737,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", choices=("c", "bin"), default="c",
                    help="with --target c: the weights as constant arrays in NAME_weights.c (default), or as "
                         "NAME_weights.bin (little-endian) that the program loads and passes to NAME_init")
+    p.add_argument("--requantize", choices=("float", "fixed-point"),
+                   help="how int8 Conv, MatMul and Gemm kernels requantize their int32 sums: float "
+                        "(onnxruntime's float32 product rounded half to even, default) or fixed-point "
+                        "(TFLite's and CMSIS-NN's 31-bit multiplier and shift; the default with --cmsis-nn)")
+    p.add_argument("--cmsis-nn", action="store_true",
+                   help="with --target c: int8 Conv and depthwise Conv nodes CMSIS-NN can compute call its "
+                        "kernels (the build links CMSIS-NN: the Makefile's CMSIS_NN names its folder); "
+                        "requantization is then fixed-point")
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "
                         "or bounded: NAME<=MAX builds for every size up to MAX, the arena sized for MAX")

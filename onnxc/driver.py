@@ -96,6 +96,14 @@ class CompileOptions:
     # --target c: the weights as typed arrays in weights.c ("c"), or as weights.bin that the
     # caller loads and hands to <name>_init ("bin", little-endian values).
     weights: str = "c"
+    # Requantization of the int8 Conv and matrix-product kernels' int32 accumulators: "float"
+    # (onnxruntime's float32(acc) * scale rounded half to even) or "fixed_point" (TFLite's and
+    # CMSIS-NN's 31-bit multiplier and shift, computed at compile time; docs/embedded.md).
+    requantize: str = "float"
+    # --target c: eligible int8 Conv and depthwise Conv nodes call CMSIS-NN's kernels, which the
+    # program links (docs/embedded.md); the others keep the portable kernels. Requantization is
+    # then fixed point everywhere, so both kinds of kernel give the same bits.
+    cmsis_nn: bool = False
     # target "cuda": the device (CUDAExecutionProvider's device_id), the GPU architectures nvcc
     # builds for (the GPU present, or sm_80 and sm_90 when none is), and host emulation of the
     # CUDA runtime instead of nvcc (tests on machines without a GPU: the same source, run on the CPU).
@@ -221,6 +229,11 @@ def _check_options(options: CompileOptions, descs: list) -> None:
         raise ValueError("weights: 'c' or 'bin', and 'bin' only with --target c")
     if options.dim_bounds and options.target != "c":
         raise ValueError("dim_bounds: only with --target c")
+    if options.requantize not in ("float", "fixed_point") or (options.requantize != "float"
+                                                              and options.target == "cuda"):
+        raise ValueError("requantize: 'float' or 'fixed_point', and 'fixed_point' not with --target cuda")
+    if options.cmsis_nn and options.target != "c":
+        raise ValueError("cmsis_nn: only with --target c (a package for a microcontroller)")
     if options.target == "c" and (options.threads > 1 or options.inter_threads or options.profile or descs
                                   or options.memory != "arena"):
         raise ValueError("--target c builds run on one thread, without profiling, custom ops or heap memory")
@@ -278,7 +291,8 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
                     and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded,
-                    system_libraries=not embedded)
+                    system_libraries=not embedded, cmsis_nn=options.cmsis_nn,
+                    requantize="fixed_point" if options.cmsis_nn else options.requantize)
     emitter = CudaEmitter if cuda else CEmitter
     extra: dict[str, Any] = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
     emitted = emitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),

@@ -123,13 +123,13 @@ def memory() -> Any:
     return _driver_api(lib)
 
 
-_DRIVERS: dict[int, _Driver] = {}
+_DRIVERS: dict[Any, _Driver] = {}   # the driver library (a ctypes.CDLL) -> its calls
 
 
 def _driver_api(lib: Any) -> _Driver:
-    drv = _DRIVERS.get(id(lib))
+    drv = _DRIVERS.get(lib)
     if drv is None:
-        drv = _DRIVERS[id(lib)] = _Driver(lib)
+        drv = _DRIVERS[lib] = _Driver(lib)
     return drv
 
 

@@ -27,6 +27,7 @@ HEAVY_SUITES = {
     "fuzz": "a long campaign of mutated models",
     "tsan": "multi-threaded builds under ThreadSanitizer: conformance cases and models at 2 and 4 threads",
     "mcu": "--target c packages run on emulated microcontroller boards (qemu-system-arm)",
+    "cmsis_nn": "--cmsis-nn packages built with the pinned CMSIS-NN, bit for bit against the portable kernels",
     "soak": "long runs of a real model on 2 threads: 10,000 runs, and a session idle for a minute",
     "third_party_full": "every third-party model of tests/test_third_party.py against onnxruntime",
 }

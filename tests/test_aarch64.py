@@ -20,6 +20,7 @@ import pytest
 from helpers import run_onnxc
 from onnxc.codegen.toolchain import Toolchain
 from onnxc.driver import CompileOptions, generate_source
+from test_fusion import EPILOGUE_ACTIVATIONS, every_epilogue_model
 from test_embedded import (assert_outputs, blocked_model, cnn_model, make, mlp_model, package, parse_outputs, run_demo,
                            write_inputs)
 from tools import ensure_tools
@@ -96,10 +97,14 @@ def _models() -> dict[str, tuple]:
         # GEMMs past the NEON tile (12 x 8) and the cache blocks in every direction
         "blocked": (blocked_model(), {"x": rng.standard_normal((1, 32, 20, 20)).astype(np.float32),
                                       "a": rng.standard_normal((20, 200)).astype(np.float32)}),
+        # every activation in the GEMM tile's registers (NEON exp and tanh) and its edge loops
+        "epilogues": (every_epilogue_model(), {f"x{i}": rng.standard_normal((1, 16, 7, 7)).astype(np.float32)
+                                               for i in range(len(EPILOGUE_ACTIVATIONS))}
+                      | {"r": rng.standard_normal((1, 16, 7, 7)).astype(np.float32) * 4}),   # (the model's order)
     }
 
 
-@pytest.mark.parametrize("name", ["mlp", "kws", "blocked"])
+@pytest.mark.parametrize("name", ["mlp", "kws", "blocked", "epilogues"])
 def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, monkeypatch, name):
     model, feeds = _models()[name]
     host = run_onnxc(model, feeds)   # (this machine's build, before CC names the cross compiler)

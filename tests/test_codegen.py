@@ -1,13 +1,19 @@
 """Code generation pieces: memory planning, C expressions, generated source layout."""
 from __future__ import annotations
 
+import re
+from importlib import resources
+
 import numpy as np
+import onnx
+import pytest
 from onnx import TensorProto as T
 from onnx import helper
 
 import onnxc
 from helpers import make_model
-from onnxc.codegen import cexpr, memory
+from onnxc.codegen import cexpr, memory, steps
+from onnxc.codegen.templates import environment
 
 
 def test_memory_plan_reuses_dead_buffers():
@@ -127,6 +133,57 @@ def test_cexpr_folds_constants():
     assert cexpr.lit(2**40) == "INT64_C(1099511627776)"
 
 
+def test_every_step_kind_has_a_macro_in_each_backend():
+    """The run function's steps are rendered by one macro per kind per backend: the C build's
+    (inputs copied to the device are the CUDA build's only), and the CUDA build's, which takes
+    C's for the kinds it spells the same."""
+    kinds = {cls.kind for cls in vars(steps).values()
+             if isinstance(cls, type) and issubclass(cls, steps.Step) and cls is not steps.Step}
+    c_macros = environment().get_template("c/steps.j2").make_module({}).macros
+    cuda_macros = environment().get_template("cuda/steps.j2").make_module({}).macros
+    assert set(c_macros) == kinds - {steps.ToDevice.kind}
+    assert set(cuda_macros) == kinds
+
+
+def test_the_c_model_templates_hold_no_cuda_branch():
+    """What a CUDA build spells differently lives under templates/cuda/ (blocks of model.cu.j2,
+    the macros of cuda/steps.j2), never as a test inside the C templates it extends."""
+    folder = resources.files("onnxc.templates") / "c"
+    names = ["model.c.j2", "model_support.j2", "model_nodes.c.j2", "model_common.h.j2", "node_function.j2",
+             "control_flow.j2", "steps.j2"]
+    for name in names:
+        text = (folder / name).read_text()
+        assert not re.search(r"\{[{%][^}]*\bcuda\b", text), name
+
+
+def _substantive_lines(folder) -> dict[str, list[str]]:
+    """Template line (stripped) -> the templates under ``folder`` that hold it: lines of 25
+    characters or more that are not Jinja statements or comments, nor C comments."""
+    lines: dict[str, list[str]] = {}
+    for path in sorted(folder.rglob("*.j2")):
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if len(text) >= 25 and not text.startswith(("{%", "{#", "//", "/*", "*")):
+                lines.setdefault(text, []).append(path.name)
+    return lines
+
+
+def test_cuda_templates_do_not_repeat_the_c_kernel_bodies():
+    """A kernel body is written once (templates/kernels/), rendered inside each backend's loop
+    shell: at most 150 substantive lines of templates/cuda/ stand verbatim in templates/c/
+    (708 did before the bodies were shared)."""
+    import pathlib
+    root = pathlib.Path(str(resources.files("onnxc.templates")))
+    c, cuda = _substantive_lines(root / "c"), _substantive_lines(root / "cuda")
+    repeated = {line: names for line, names in cuda.items() if line in c}
+    count = sum(len(names) for names in repeated.values())
+    by_template: dict[str, int] = {}
+    for names in repeated.values():
+        for name in names:
+            by_template[name] = by_template.get(name, 0) + 1
+    assert count <= 150, sorted(by_template.items(), key=lambda kv: -kv[1])[:15]
+
+
 def test_generated_source_has_one_commented_function_per_node(tmp_path):
     m = make_model([helper.make_node("Add", ["x", "x"], ["t"], name="first add"),
                     helper.make_node("Relu", ["t"], ["y"], name="the relu")],
@@ -192,3 +249,198 @@ def test_split_build_runs_as_one_unit(monkeypatch, tmp_path):
     expected = run_ort(model, feeds)
     np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5)
     assert actual[1].tolist() == expected[1].tolist()
+
+
+def test_names_record_a_use_when_written_not_when_handled():
+    """A node function's parameters are what its text names: a name or dim handed around,
+    combined into expressions, compared or hashed is no use; written by a template (or formatted
+    by a lowering) it is, and an expression built from it carries it until then."""
+    import jinja2
+
+    from onnxc.codegen.uses import Reads, Uses
+    uses = Uses()
+    x, w, n = uses.tensor("X"), uses.tensor("W"), uses.dim("dim_n")
+    size, load = cexpr.mul(4, n), x + "[i]"
+    assert size == "(4 * dim_n)" and load == "X[i]" and {x: 0}["X"] == 0 and w != x
+    assert uses.lowered == Reads()
+    with uses.into(Reads()) as body:
+        text = jinja2.Environment().from_string("{{ y }} = {{ load }} * {{ size }};").render(
+            y="Y", load=load, size=size, unused=w)
+    assert text == "Y = X[i] * (4 * dim_n);" and body == Reads({"X"}, {"dim_n"})
+    assert f"{w}[0]" == "W[0]" and uses.lowered == Reads({"W"}, set())   # a lowering's f-string
+
+
+def _node_functions(source: str) -> dict[str, str]:
+    """Node function name -> its parameter list, from the generated source."""
+    import re
+    return dict(re.findall(r"static int (node\w+)\((.*)\)\n", source))
+
+
+def test_a_node_function_takes_what_its_body_writes(tmp_path):
+    """QuantizeLinear to float8 has a zero point, which the conversion never reads: its function
+    does not take it. A ReduceSum over run-time axes computes its output dims from the axes
+    alone (the shape function takes the axes, no data, no dims) and then reduces the data."""
+    zp = helper.make_tensor("zp", T.FLOAT8E4M3FN, [], [0.0])
+    axes = helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0)
+    m = make_model([helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"]), axes],
+                   [("x", T.FLOAT, [2, 3]), ("scale", T.FLOAT, []), ("axes", T.INT64, [1])],
+                   [("q", T.FLOAT8E4M3FN, [2, 3]), ("s", T.FLOAT, ["k"])], [zp])
+    onnxc.compile_model(m, tmp_path)
+    functions = _node_functions((tmp_path / "model.c").read_text())
+    assert functions["node0_QuantizeLinear_QuantizeLinear"] == \
+        "onnxc_ctx *ctx, const float *restrict x, const float *restrict y_scale, uint8_t *restrict y"
+    shape = functions["node1_ReduceSum_ReduceSum_shape"]
+    assert shape.startswith("onnxc_ctx *ctx, const int64_t *restrict axes, int64_t *restrict out_dim_")
+    assert "data" not in shape and "int64_t dim_" not in shape
+    assert "int64_t dim_" in functions["node1_ReduceSum_ReduceSum"]
+
+
+def test_codegen_reads_no_generated_code():
+    """Nothing in codegen/ searches the code it rendered: a node function's parameters are what
+    its text recorded (codegen/uses.py). The regular expressions left work on model names (C
+    identifiers and macro names made from them), on the package prefix, and on the dim
+    expressions a lowering built as scratch sizes; a new one is reviewed here."""
+    import ast
+    import pathlib
+
+    import onnxc.codegen as codegen
+    allowed = {("names.py", "Mangler.__call__"),          # a model name -> a C identifier
+               ("embedded.py", "<module>"),                # the --name prefix is a C identifier
+               ("c_emitter.py", "CEmitter._emit_embedded"),  # a bounded dim's name -> a macro name
+               ("c_emitter.py", "CEmitter._bounded_scratch"),  # the dims a scratch size expression names
+               ("cexpr.py", "evaluate")}                   # the value of a dim expression a lowering built
+    found = set()
+
+    def visit(node: ast.AST, scope: tuple[str, ...], module: str) -> None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re":
+            found.add((module, ".".join(scope) or "<module>"))
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            scope = (*scope, node.name)
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope, module)
+    for path in sorted(pathlib.Path(codegen.__file__).parent.glob("*.py")):
+        visit(ast.parse(path.read_text()), (), path.name)
+    assert found == allowed
+
+
+def test_a_cuda_shell_takes_only_the_scratch_it_uses():
+    """A float32 MatMul of two run-time operands: the C build packs them in scratch, the CUDA
+    kernel stages tiles in shared memory. The CUDA function takes no scratch and its device
+    arena has no room for the C loops' buffers."""
+    from onnxc.driver import CompileOptions, generate_source
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                       [("a", T.FLOAT, [64, 64]), ("b", T.FLOAT, [64, 64])], [("y", T.FLOAT, [64, 64])])
+    native = generate_source(model, CompileOptions())
+    cuda = generate_source(model, CompileOptions(target="cuda"))
+    assert "scratch_pack" in native.source and "scratch_" not in cuda.source
+    assert cuda.arena_bytes < native.arena_bytes
+
+
+def _scratch_models() -> list:
+    """Nodes whose CUDA shells drop some of the C build's scratch in some variants and keep it in
+    others: Det's thread-, block-per-matrix and one-block variants, TopK's thread- and
+    block-per-row ones, the GEMM tiles of MatMul, Gemm and Conv."""
+    rng = np.random.default_rng(0)
+    models = [make_model([helper.make_node("Det", ["x"], ["y"])], [("x", T.FLOAT, [2, n, n])], [("y", T.FLOAT, [2])])
+              for n in (3, 20, 100)]
+    for n in (10, 200):
+        k = onnx.numpy_helper.from_array(np.array([3], np.int64), "k")
+        models.append(make_model([helper.make_node("TopK", ["x", "k"], ["v", "i"])], [("x", T.FLOAT, [4, n])],
+                                 [("v", T.FLOAT, [4, 3]), ("i", T.INT64, [4, 3])], [k]))
+    models.append(make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                             [("a", T.FLOAT, ["m", 64]), ("b", T.FLOAT, [64, 32])], [("y", T.FLOAT, ["m", 32])]))
+    models.append(make_model([helper.make_node("Gemm", ["a", "b"], ["y"], transB=1)],
+                             [("a", T.FLOAT, [8, 16]), ("b", T.FLOAT, [4, 16])], [("y", T.FLOAT, [8, 4])]))
+    w = onnx.numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    models.append(make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+                             [("x", T.FLOAT, [1, 3, 8, 8])], [("y", T.FLOAT, [1, 4, 8, 8])], [w]))
+    return models
+
+
+def test_a_cuda_shell_drops_no_scratch_its_variant_uses():
+    """Each node function of the CUDA build takes every scratch buffer its body names: a shell
+    function that drops scratch the variant it picks still uses fails here (nvcc would reject
+    the source), without a CUDA toolchain."""
+    from onnxc.driver import CompileOptions, generate_source
+    function = re.compile(r"ONNXC_NODE static int (\w+)\(([^)]*)\)\n\{\n(.*?)\n\}\n", re.S)
+    checked = 0
+    for model in _scratch_models():
+        source = generate_source(model, CompileOptions(target="cuda")).source
+        for name, params, body in function.findall(source):
+            named = set(re.findall(r"\bscratch_\w+", body))
+            assert named <= set(re.findall(r"\bscratch_\w+", params)), (name, named)
+            checked += bool(named)
+    assert checked   # (the one-block Det reads its scratch)
+
+
+def test_every_cuda_shell_decides_in_python():
+    """What a CUDA shell decides (its launch, its variant, the C build's scratch it does without)
+    is a registered function of codegen/cuda_shells/, one per shell template and none without
+    one; no template sets a launch or drops scratch itself."""
+    from onnxc.codegen import cuda_shells
+    folder = resources.files("onnxc.templates") / "cuda"
+    shells = {path.name[:-len(".cu.j2")] for path in folder.iterdir()
+              if path.name.endswith(".cu.j2") and path.name != "model.cu.j2"}
+    assert shells == set(cuda_shells.SHELLS)
+    import pathlib
+    python = "".join(path.read_text() for path in pathlib.Path(cuda_shells.__file__).parent.glob("*.py"))
+    for path in folder.iterdir():
+        if path.name.endswith(".j2"):
+            text = path.read_text()
+            assert not re.search(r"\{%-?\s*set\s+launch\b", text), path.name
+            assert "discard_scratch" not in text, path.name
+            for variant in re.findall(r'shell\.variant == "(\w+)"', text):   # (a misspelt one would never render)
+                assert f'"{variant}"' in python, (path.name, variant)
+
+
+def test_no_shared_kernel_macro_hides_a_name_its_bodies_read():
+    """A macro of templates/kernels/ named like a field of the kernel's data hides that field
+    from every body of the file (Jinja resolves the name to the macro): ScatterND's `checks`
+    macro once iterated itself wherever a shape was checked at run time."""
+    import pathlib
+    root = pathlib.Path(str(resources.files("onnxc.templates"))) / "kernels"
+    clashes = []
+    for path in sorted(root.glob("*.j2")):
+        text = re.sub(r"\{#.*?#\}", "", path.read_text(), flags=re.S)
+        macros = set(re.findall(r"\{%-?\s*macro\s+(\w+)\(", text))
+        for tag in re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, flags=re.S):
+            if re.match(r"\{%-?\s*macro\b", tag):
+                continue
+            code = re.sub(r'"[^"]*"|\'[^\']*\'', '""', tag)   # (words inside string literals are C text)
+            clashes += [(path.name, m) for m in macros if re.search(rf"(?<![\w.]){m}\b(?!\s*\()", code)]
+    assert not clashes, clashes
+
+
+def _run_time_checked(op: str) -> tuple[onnx.ModelProto, dict]:
+    x = np.arange(24, dtype=np.float32)
+    if op == "ScatterND":
+        return (make_model([helper.make_node("ScatterND", ["d", "i", "u"], ["y"])],
+                           [("d", T.FLOAT, ["N", 4]), ("i", T.INT64, ["K", 1]), ("u", T.FLOAT, ["K", 4])],
+                           [("y", T.FLOAT, ["N", 4])]),
+                {"d": x[:20].reshape(5, 4), "i": np.array([[1], [3]]), "u": np.full((2, 4), 7, np.float32)})
+    if op == "ScatterElements":
+        return (make_model([helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=0)],
+                           [("d", T.FLOAT, ["N", 4]), ("i", T.INT64, ["K", "M"]), ("u", T.FLOAT, ["K", "M"])],
+                           [("y", T.FLOAT, ["N", 4])]),
+                {"d": x[:20].reshape(5, 4), "i": np.array([[1, 2], [3, 0]]), "u": np.full((2, 2), 7, np.float32)})
+    if op == "ReverseSequence":
+        return (make_model([helper.make_node("ReverseSequence", ["d", "l"], ["y"], batch_axis=1, time_axis=0)],
+                           [("d", T.FLOAT, ["T", "B", 3]), ("l", T.INT64, ["L"])], [("y", T.FLOAT, ["T", "B", 3])]),
+                {"d": x.reshape(4, 2, 3), "l": np.array([2, 4])})
+    return (make_model([helper.make_node("MaxUnpool", ["d", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+                       [("d", T.FLOAT, ["N", 1, 2, 2]), ("i", T.INT64, ["M", 1, 2, 2])], [("y", T.FLOAT, ["A", "B", "C", "D"])]),
+            {"d": x[:4].reshape(1, 1, 2, 2), "i": np.array([[[[0, 3], [9, 14]]]])})
+
+
+@pytest.mark.parametrize("op", ["ScatterND", "ScatterElements", "ReverseSequence", "MaxUnpool"])
+def test_shared_bodies_with_checks_at_run_time(op):
+    """The families whose shared bodies include the shape checks a lowering asks for at run time
+    (dims known only then), compared with onnxruntime."""
+    from tools import require_module
+    ort = require_module("onnxruntime")
+    model, feed = _run_time_checked(op)
+    data = model.SerializeToString()
+    got = onnxc.InferenceSession(data).run(None, feed)
+    want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feed)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

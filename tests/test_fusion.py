@@ -196,6 +196,64 @@ def test_fused_blocks_match_onnxruntime_at_every_level(threads):
     assert [n["op"] for n in sess._model.manifest["nodes"]] == ["FusedConv"] * (2 * len(EPILOGUE_ACTIVATIONS))
 
 
+def _special_values_reference(activation: str, s: np.ndarray) -> np.ndarray:
+    """Each activation as the epilogue's scalar loops define it (c/helpers/sgemm.c.j2), in
+    float64 where it is a function: NaN and the infinities where C's comparisons put them."""
+    with np.errstate(all="ignore"):
+        hard = lambda v: np.where(v < 0, 0, np.where(v > 1, 1, v))   # noqa: E731
+        d = s.astype(np.float64)
+        return {"Relu": lambda: np.where(s > 0, s, 0),
+                "LeakyRelu": lambda: np.where(s >= 0, s, s * np.float32(0.01)),
+                "Clip": lambda: np.where(s < -0.5, -0.5, np.where(s > 0.7, 0.7, s)),
+                "HardSigmoid": lambda: hard(0.2 * d + 0.5),
+                "HardSwish": lambda: d * hard(d / 6 + 0.5),
+                "Sigmoid": lambda: 1 / (1 + np.exp(-d)),
+                "Tanh": lambda: np.tanh(d),
+                "Swish": lambda: d / (1 + np.exp(-d))}[activation]().astype(np.float32)
+
+
+def every_epilogue_model() -> onnx.ModelProto:
+    """For each activation of EPILOGUE_ACTIVATIONS: y_i = act(conv1x1(x_i; zero weights) + r),
+    a FusedConv with a residual whose output is act(r); 16 x 7 x 7, so that the GEMM has full
+    tiles, edge rows and a partial column panel."""
+    nodes, outputs = [], []
+    for i, activation in enumerate(EPILOGUE_ACTIVATIONS):
+        s_, y = f"s{i}", f"y{i}"
+        nodes += [helper.make_node("Conv", [f"x{i}", "w", "b"], [f"c{i}"]),   # (an input each: nothing to merge)
+                  helper.make_node("Add", [f"c{i}", "r"], [s_])]
+        nodes += {"Swish": [helper.make_node("Sigmoid", [s_], [f"sig{i}"]), helper.make_node("Mul", [s_, f"sig{i}"], [y])],
+                  "Clip": [helper.make_node("Clip", [s_, "lo", "hi"], [y])]}.get(
+                      activation, [helper.make_node(activation, [s_], [y])])
+        outputs.append((y, T.FLOAT, [1, 16, 7, 7]))
+    inits = [numpy_helper.from_array(np.zeros((16, 16, 1, 1), np.float32), "w"),
+             numpy_helper.from_array(np.zeros(16, np.float32), "b"),
+             numpy_helper.from_array(np.array(-0.5, np.float32), "lo"),
+             numpy_helper.from_array(np.array(0.7, np.float32), "hi")]
+    inputs = [(f"x{i}", T.FLOAT, [1, 16, 7, 7]) for i in range(len(EPILOGUE_ACTIVATIONS))]
+    return make_model(nodes, inputs + [("r", T.FLOAT, [1, 16, 7, 7])], outputs, inits, opset=17)
+
+
+def test_the_epilogue_in_the_micro_kernel_keeps_nan_infinities_and_clamps():
+    """Each activation sees r itself (every_epilogue_model), with NaN, the infinities, huge
+    values and the clamp and threshold points of the exp and tanh approximations in every kind
+    of place: full tiles (epilogue in the registers), the edge rows and the last, partial
+    column panel (the epilogue's vector and scalar loops)."""
+    model = every_epilogue_model()
+    special = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 88.7, 89.5, -103.9, -104.5, 3e-4, -3e-4, 4e-4,
+                        7.9, -7.95, 3.0, -3.0, 2.5, -2.5, 0.7, -0.5, 0.0], np.float32)
+    r = RNG.standard_normal((1, 16, 7, 7)).astype(np.float32) * 4
+    flat = r.reshape(-1)
+    flat[RNG.choice(flat.size, 3 * special.size, replace=False)] = np.tile(special, 3)
+    flat[48::49] = special[:16]   # the last column of every row: the partial panel
+    x = RNG.standard_normal((1, 16, 7, 7)).astype(np.float32)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    assert [n["op"] for n in sess._model.manifest["nodes"]] == ["FusedConv"] * len(EPILOGUE_ACTIVATIONS)
+    feed = {"r": r} | {i.name: x for i in model.graph.input if i.name != "r"}
+    for activation, got in zip(EPILOGUE_ACTIVATIONS, sess.run(None, feed), strict=True):
+        np.testing.assert_allclose(got, _special_values_reference(activation, r), rtol=2e-6, atol=1e-7,
+                                   err_msg=activation)
+
+
 def _session_and_optimized_file(model, tmp_path):
     """A session at the default level and the optimized model it wrote (checked as ONNX)."""
     so = onnxc.SessionOptions()

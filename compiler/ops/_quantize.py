@@ -5,6 +5,7 @@ the C expressions that quantize (round half to even, saturate) and dequantize.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -13,6 +14,7 @@ import numpy as np
 from ...codegen import cexpr
 from ...codegen.kernel import KernelContext, TensorRef
 from ...codegen.names import c_string
+from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..errors import ShapeError
 
@@ -81,9 +83,9 @@ def dequantize(x: TensorRef, zp: Optional[TensorRef], x_index: str, zp_index: st
 def round_to(expr: str, t: dt.DType) -> str:
     """A float ``expr`` rounded to the precision of ``t`` (the helpers of ``c/helpers/round_half.c.j2``)."""
     if t is dt.FLOAT16:
-        return f"onnxc_round_f16({expr})"
+        return fill("onnxc_round_f16({})", expr)
     if t is dt.BFLOAT16:
-        return f"onnxc_round_bf16({expr})"
+        return fill("onnxc_round_bf16({})", expr)
     return expr
 
 
@@ -164,21 +166,64 @@ def loop_data(k: KernelContext, op: str, x: TensorRef, params: list[TensorRef], 
 
 def zero_load(zp: Optional[TensorRef], index: str) -> str:
     """The zero point at ``index`` as a double (0 when absent)."""
-    return f"(double){zp.load(index)}" if zp is not None else "0.0"
+    return "(double)" + zp.load(index) if zp is not None else "0.0"   # (names zp only where written)
 
 
 # --- requantization of int32 accumulators (QLinearConv, QLinearMatMul, QGemm) ---------------
 
 REQUANT_HELPER = "c/helpers/requant.c.j2"
+REQUANT_FIXED_HELPER = "c/helpers/requant_fixed.c.j2"
+
+# CompileOptions.requantize: onnxruntime's float32 arithmetic, or TFLite's (and CMSIS-NN's)
+# fixed-point multiplier and shift.
+REQUANTIZE_MODES = ("float", "fixed_point")
 
 
-def output_scale_bits(k: KernelContext, *factors: TensorRef, divisor: Optional[TensorRef],
-                      alpha: float = 1.0) -> Optional[str]:
-    """The float32 multiplier ``alpha * f0 * f1 * ... / divisor`` of each output channel,
-    multiplied and divided in that order in float32 as onnxruntime does, as a constant
-    parameter of its bits (uint32) for ``onnxc_requant``; None when a scale is not a constant
+@dataclass(frozen=True)
+class OutputScale:
+    """The constant requantization parameters of each output channel, as kernel parameter
+    names: the float32 multiplier's bits (``onnxc_requant``), or the fixed-point multiplier and
+    shift (``onnxc_requant_fixed``)."""
+    bits: Optional[str] = None
+    multiplier: Optional[str] = None
+    shift: Optional[str] = None
+
+
+
+def requant_helpers(scale: Optional[OutputScale]) -> list[str]:
+    """The helper templates ``requant``'s expression calls."""
+    fixed = scale is not None and scale.multiplier is not None
+    return [REQUANT_HELPER] + ([REQUANT_FIXED_HELPER] if fixed else [])
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: ``real`` = multiplier * 2^(shift - 31), the multiplier a
+    31-bit mantissa in [2^30, 2^31) rounded half away from zero; a multiplier whose shift
+    would be below -31 is flushed to (0, 0), as TFLite does."""
+    if real == 0.0:
+        return 0, 0
+    mantissa, shift = math.frexp(real)
+    fixed = math.floor(abs(mantissa) * 2.0 ** 31 + 0.5)   # exact: the mantissa has 53 bits
+    fixed = int(math.copysign(fixed, mantissa))
+    if fixed == 2 ** 31:
+        fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return fixed, shift
+
+
+def output_scale(k: KernelContext, *factors: TensorRef, divisor: Optional[TensorRef],
+                      alpha: float = 1.0) -> Optional[OutputScale]:
+    """The multiplier ``alpha * f0 * f1 * ... / divisor`` of each output channel as constant
+    parameters. In float mode, multiplied and divided in that order in float32 as onnxruntime
+    does, as its bits (uint32) for ``onnxc_requant``; None when a scale is not a constant
     float32 or a multiplier is not a positive normal float32 (then the kernel computes it at
-    run time and requantizes in float)."""
+    run time and requantizes in float). In fixed-point mode (``Target.requantize``), computed in
+    double as TFLite does and split by ``quantize_multiplier``; scales that are not constant
+    float32, or multipliers that are not positive or reach 2^30, are refused."""
+    if k.target.requantize == "fixed_point":
+        return _fixed_point_scale(k, factors, divisor, alpha)
     values = []
     for t in factors + ((divisor,) if divisor is not None else ()):
         if t.value is None or t.dtype is not dt.FLOAT:
@@ -192,18 +237,43 @@ def output_scale_bits(k: KernelContext, *factors: TensorRef, divisor: Optional[T
             m = (m / values[-1]).astype(np.float32)
     if not np.all(np.isfinite(m) & (m >= np.finfo(np.float32).tiny)):
         return None
-    return k.constant("output_scale", np.ascontiguousarray(m, np.float32).view(np.uint32))
+    return OutputScale(bits=k.constant("output_scale", np.ascontiguousarray(m, np.float32).view(np.uint32)))
 
 
-def requant(acc: str, y: TensorRef, zero: str, scale_bits: Optional[str], scale_index: str,
+def _fixed_point_scale(k: KernelContext, factors: tuple[TensorRef, ...], divisor: Optional[TensorRef],
+                       alpha: float) -> OutputScale:
+    values = []
+    for t in factors + ((divisor,) if divisor is not None else ()):
+        if t.value is None or t.dtype is not dt.FLOAT:
+            raise k.unsupported(f"fixed-point requantization needs constant float32 scales ({t.name} is not)")
+        values.append(np.asarray(t.value, np.float32).reshape(-1).astype(np.float64))
+    with np.errstate(all="ignore"):
+        m = np.full(1, float(np.float32(alpha)))
+        for v in values[:len(factors)]:
+            m = m * v
+        if divisor is not None:
+            m = m / values[-1]
+    if not np.all(np.isfinite(m) & (m > 0) & (m < 2.0 ** 30)):
+        raise k.unsupported("fixed-point requantization needs output multipliers in (0, 2^30), got "
+                            + ", ".join(repr(float(x)) for x in m[:4]) + ("..." if m.size > 4 else ""))
+    pairs = np.array([quantize_multiplier(float(x)) for x in m], np.int64)
+    return OutputScale(multiplier=k.constant("output_multiplier", pairs[:, 0].astype(np.int32)),
+                       shift=k.constant("output_shift", pairs[:, 1].astype(np.int32)))
+
+
+def requant(acc: str, y: TensorRef, zero: str, scale: Optional[OutputScale], scale_index: str,
             runtime_scale: str) -> str:
     """C expression storing int32 accumulator ``acc`` to quantized ``y``: multiplied by the
-    output scale (``scale_bits[scale_index]``, or the float expression ``runtime_scale``),
-    rounded half to even, plus the zero point ``zero``, saturated to y's type."""
+    output scale (``scale``'s constants at ``scale_index``, or the float expression
+    ``runtime_scale``), rounded (half to even in float mode, as ``onnxc_requant_fixed`` in
+    fixed-point mode), plus the zero point ``zero``, saturated to y's type."""
     q = QUANT_TYPES[y.dtype]
     zp = f"(int32_t){zero}"
-    if scale_bits is not None:
-        value = f"onnxc_requant({acc}, {scale_bits}[{scale_index}], {q.lo} - {zp}, {q.hi} - {zp})"
+    if scale is not None and scale.multiplier is not None:
+        value = (f"onnxc_requant_fixed({acc}, {scale.multiplier}[{scale_index}], {scale.shift}[{scale_index}], "
+                 f"{q.lo} - {zp}, {q.hi} - {zp})")
+    elif scale is not None:
+        value = f"onnxc_requant({acc}, {scale.bits}[{scale_index}], {q.lo} - {zp}, {q.hi} - {zp})"
     else:
         value = f"onnxc_requant_f({acc}, (float)({runtime_scale}), {q.lo} - {zp}, {q.hi} - {zp})"
     return f"({y.dtype.c_type})({value} + {zp})"

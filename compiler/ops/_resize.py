@@ -17,6 +17,7 @@ import numpy as np
 
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
+from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..dims import Dim
 from ..ir import Node
@@ -189,23 +190,23 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
         if sizing.kind == "scales":
             if values is not None:
                 return Scale(_double(float(values[pos])), float(values[pos]))
-            return Scale(f"(double){array}[{pos}]", check=True)
+            return Scale("(double)" + array + f"[{pos}]", check=True)
         if attrs.policy != "stretch":
             return Scale(_double(aspect_const), aspect_const) if aspect_const is not None else Scale("aspect")
         if values is not None and isinstance(d, int):
             value = int(values[pos]) / d if d else 1.0
             return Scale(_double(value), value)
-        size = str(int(values[pos])) if values is not None else f"{array}[{pos}]"
+        size = str(int(values[pos])) if values is not None else array + f"[{pos}]"
         if isinstance(d, int):
-            return Scale(f"(double){size} / {_double(d)}" if d else "1.0")
+            return Scale(fill("(double){} / {}", size, _double(d)) if d else "1.0")
         in_c = k.dim(d)
-        return Scale(f"({in_c} != 0 ? (double){size} / (double){in_c} : 1.0)")
+        return Scale(fill("({0} != 0 ? (double){1} / (double){0} : 1.0)", in_c, size))
 
     aspect = None
     if uses_aspect:
         aspect = {"op": "fmin" if attrs.policy == "not_larger" else "fmax",
                   "init": "INFINITY" if attrs.policy == "not_larger" else "0.0",
-                  "terms": [{"size": f"{array}[{pos}]", "in": cexpr.lit(x.dims[a])} for pos, a in enumerate(axes)]}
+                  "terms": [{"size": array + f"[{pos}]", "in": cexpr.lit(x.dims[a])} for pos, a in enumerate(axes)]}
 
     roi = None
     if attrs.coord == "tf_crop_and_resize":
@@ -278,12 +279,12 @@ def _data_dims(k: KernelContext, axes: list[int], sizing: Sizing, scale_of: Call
         in_c = cexpr.lit(x.dims[a])
         if sizing.kind == "scales":
             out.append({"var": var, "kind": "scaled", "scale": scale.expr, "check": scale.check,
-                        "expr": f"floor(scale * (double){in_c})"})
+                        "expr": fill("floor(scale * (double){})", in_c)})
         elif scale.expr == "aspect":
             out.append({"var": var, "kind": "scaled", "scale": scale.expr, "check": False,
-                        "expr": f"floor(scale * (double){in_c} + 0.5)"})
+                        "expr": fill("floor(scale * (double){} + 0.5)", in_c)})
         else:
-            out.append({"var": var, "kind": "size", "size": f"{array}[{pos}]"})
+            out.append({"var": var, "kind": "size", "size": array + f"[{pos}]"})
     return out
 
 

@@ -58,6 +58,6 @@ class Window(OpDef):
                           value=" ".join(terms), store=y.store("w" if y.dtype.is_float else "(w == w ? w : 0.0)"))
         if k.data_dims:
             kernel.shape_template = "c/signal_dim_shape.c.j2"
-            kernel.shape_data = {"value": f"{k.input(0).name}[0]", "minimum": 0,
+            kernel.shape_data = {"value": k.input(0).name + "[0]", "minimum": 0,
                                  "err": c_string(f"{node.op_type}: size is negative")}
         return kernel

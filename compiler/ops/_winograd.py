@@ -79,9 +79,13 @@ def winograd(m: int, r: int = 3) -> Winograd:
 def transform_filters(w: np.ndarray, wg: Winograd) -> np.ndarray:
     """W (K x C x 3 x 3) -> U (alpha^2 x K x C): U[i * alpha + j] = (G w G^T)[i][j], in float64
     and rounded once."""
-    g = np.array([[float(v) for v in row] for row in wg.G])
-    u = np.einsum("ia,kcab,jb->ijkc", g, w.astype(np.float64), g)
-    return u.reshape(wg.alpha * wg.alpha, *w.shape[:2]).astype(np.float32)
+    # (G w G^T)[i][j] = sum over a, b of G[i][a] G[j][b] w[a][b]: one matrix product of the
+    # alpha^2 x 9 products G[i][a] G[j][b] (exact fractions, then float64) with the filters
+    # as 9 x (K C), which comes out in U's layout
+    kron = np.array([[float(gi[a] * gj[b]) for a in range(3) for b in range(3)] for gi in wg.G for gj in wg.G])
+    k, c = w.shape[:2]
+    u = kron @ w.reshape(k * c, 9).T.astype(np.float64)
+    return u.astype(np.float32).reshape(wg.alpha * wg.alpha, k, c)
 
 
 def _literal(v: F) -> str:

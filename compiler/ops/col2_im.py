@@ -53,7 +53,7 @@ class Col2Im(OpDef):
         r = self._spatial(node, InferContext(node, None))
         x, y = k.input(0), k.out
         image, block = k.input(1), k.input(2)
-        blocks = [int(v) for v in block.value] if block.value is not None else [f"{block.name}[{i}]" for i in range(r)]
+        blocks = [int(v) for v in block.value] if block.value is not None else [block.name + f"[{i}]" for i in range(r)]
         attrs = node.attrs
         dilations = list(attrs.get("dilations", [1] * r))
         strides = list(attrs.get("strides", [1] * r))
@@ -79,7 +79,7 @@ class Col2Im(OpDef):
             for var in k.data_dims:
                 a = where[var]
                 dims.append({"var": var, "channels": a == 1,
-                             "value": f"{image.name}[{a - 2}]" if a >= 2 else None})
+                             "value": image.name + f"[{a - 2}]" if a >= 2 else None})
             kernel.shape_template = "c/col2im_shape.c.j2"
             kernel.shape_data = {"dims": dims, "rows": cexpr.lit(x.dims[1]), "K": cexpr.lit(cexpr.prod(blocks)),
                                  "blocks": [b for b in blocks if isinstance(b, str)]}

@@ -30,6 +30,6 @@ class ConcatFromSequence(OpDef):
     def lower(self, node, k):
         s = node.inputs[0]
         axis, new_axis = self._axis(node, k, s)
-        return k.kernel("c/concat_from_sequence.c.j2", seq=k.input(0).data(), axis=axis, new_axis=new_axis,
+        return k.kernel("c/concat_from_sequence.c.j2", allocates=True, seq=k.input(0).data(), axis=axis, new_axis=new_axis,
                         elem_rank=len(s.shape), out={"name": k.out.name, "dims": k.output_dims(0),
                                                      "itemsize": k.out.dtype.itemsize})

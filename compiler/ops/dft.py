@@ -52,7 +52,7 @@ class DFTBase(OpDef):
         inverse, onesided = bool(node.attrs.get("inverse", 0)), bool(node.attrs.get("onesided", 0))
         irfft = inverse and onesided
         if k.has_input(1):
-            length = f"(int64_t){k.input(1).name}[0]"
+            length = "(int64_t)" + k.input(1).name + "[0]"
         else:
             length = "2 * (n - 1)" if irfft else "n"
         axis = self.axis_expr(node, k)
@@ -103,4 +103,4 @@ class DFT(DFTBase):
         if not k.has_input(2):
             return -2
         value = k.input(2).value
-        return f"{k.input(2).name}[0]" if value is None else int(value.reshape(-1)[0])
+        return k.input(2).name + "[0]" if value is None else int(value.reshape(-1)[0])

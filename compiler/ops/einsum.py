@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.names import c_string
+from ...codegen.uses import join
 from .. import dtypes as dt
 from ..errors import ShapeError
 from ..ir import Node
@@ -135,7 +136,7 @@ class Einsum(OpDef):
         def loops(labels):
             return [{"var": _var(label), "size": cexpr.lit(sizes[label])} for label in labels]
         return k.kernel("c/einsum.c.j2", checks=checks, out_loops=loops(eq.output), sum_loops=loops(eq.summed),
-                        acc_t=acc_t, product=" * ".join(factors), Y=y.name,
+                        acc_t=acc_t, product=join(" * ", factors), Y=y.name,
                         store=y.store(f"({y.compute})acc" if acc_t != y.compute else "acc"))
 
 

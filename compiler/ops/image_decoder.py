@@ -31,7 +31,8 @@ class ImageDecoder(OpDef):
         if not k.target.system_libraries:
             raise k.unsupported("a --target c package cannot decode images: that needs the system's image "
                                 "libraries (libjpeg, libpng, libwebp, libtiff, OpenJPEG), which it does not link")
-        kernel = k.kernel("c/image_decoder.c.j2", ("c/helpers/image_decoder.c.j2",), X=k.input(0).data(),
+        kernel = k.kernel("c/image_decoder.c.j2", ("c/helpers/image_decoder.c.j2",), allocates=True,
+                          X=k.input(0).data(),
                           Y={"name": k.out.name, "dims": k.output_dims(0)}, pixel_format=node.attrs["pixel_format"])
         kernel.libraries = list(LIBRARIES)
         return kernel

@@ -128,7 +128,7 @@ class Loop(OpDef):
             dims = k.output_dims(n_state + j)[1:] if n_state + j < len(k.outputs) else [{"ptr": 1}] * len(v.shape)
             elem_static.append([r["value"] if not r["ptr"] else (d if isinstance(d, int) else 0)
                                 for r, d in zip(dims, v.shape)])
-        return k.kernel("c/loop.c.j2",
+        return k.kernel("c/loop.c.j2", allocates=True,
                         m=k.inputs[0].data() if k.has_input(0) else None,
                         cond=k.inputs[1].data() if k.has_input(1) else None,
                         states=states, scans=scans, body=sub, results=results,

@@ -79,7 +79,7 @@ class MatMulNBits(OpDef):
         b_load = f"((float){q} - {zero}) * {k.input(2).name}[{blk}]"
         # B seen as the K x N float matrix it holds; the kernel fills a dequantized copy.
         weights = replace(b, dtype=dt.FLOAT, shape=(kk, n), dims=[kk, n], value=None)
-        operands = KernelContext(node, [a, weights], [y], k.dim, k.data_dims, k.target)
+        operands = KernelContext(node, [a, weights], [y], k.dim, k.data_dims, k.target, k.uses)
         operands.constants = k.constants
         y_store = f"y[i] + {k.input(5).name}[i % {n}]" if k.has_input(5) else None
         return matmul_kernel(operands, _gemm.FLOAT, a_load=None, b_load=b_load, y_store=y_store)

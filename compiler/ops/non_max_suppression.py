@@ -1,4 +1,5 @@
 from ...codegen import cexpr
+from ...codegen.uses import fill
 from .. import dtypes as dt
 from ._indexing import data_dim
 from .registry import OpDef, register
@@ -32,7 +33,7 @@ class NonMaxSuppression(OpDef):
             if not k.has_input(i):
                 return default
             t = k.input(i)
-            return f"({cexpr.lit(t.numel)} > 0 ? {fmt.format(t.name + '[0]')} : {default})"
+            return fill("({} > 0 ? {} : {})", cexpr.lit(t.numel), fill(fmt, t.name + "[0]"), default)
 
         p = {"boxes": boxes.name, "scores": scores.name, "batches": cexpr.lit(boxes.dims[0]),
              "classes": cexpr.lit(scores.dims[1]), "boxes_n": cexpr.lit(boxes.dims[1]),
@@ -44,5 +45,6 @@ class NonMaxSuppression(OpDef):
         kernel.scratch = {"work": cexpr.mul(24, boxes.dims[1])}
         if k.data_dims:
             kernel.shape_template = "c/nms_shape.c.j2"
+            kernel.allocates = True   # (its work buffer: the output's size is not known yet)
             kernel.shape_data = {"p": p}
         return kernel

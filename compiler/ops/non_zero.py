@@ -22,5 +22,5 @@ class NonZero(OpDef):
                           test=f"{x.load('o')} != 0", count=cexpr.lit(y.dims[1]))
         if k.data_dims:
             kernel.shape_template = "c/non_zero_shape.c.j2"
-            kernel.shape_data = {"test": f"{x.load('o')} != 0", "numel": cexpr.lit(x.numel)}
+            kernel.shape_data = {"test": x.load("o") + " != 0", "numel": cexpr.lit(x.numel)}
         return kernel

@@ -29,5 +29,5 @@ class OptionalGetElement(OpDef):
         x = k.input(0)
         if x.kind == "optional_sequence":
             return k.kernel("c/sequence_clone.c.j2", seq=x.data(), out=k.out.data(), check_none=True)
-        return k.kernel("c/optional_get.c.j2", seq=x.data(),
+        return k.kernel("c/optional_get.c.j2", allocates=True, seq=x.data(),
                         out={"name": k.out.name, "dims": k.output_dims(0), "itemsize": k.out.dtype.itemsize})

@@ -146,4 +146,4 @@ class Pad(PadBase):
             raise ctx.fail("constant_value must be a scalar of the data type")
 
     def value(self, node, k):
-        return f"{k.input(2).name}[0]" if k.has_input(2) else "0"
+        return k.input(2).name + "[0]" if k.has_input(2) else "0"   # (a use only where the template writes it)

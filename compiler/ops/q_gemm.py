@@ -2,10 +2,13 @@
 DequantizeLinear -> Gemm -> QuantizeLinear, and onnxc's fuse_qdq pass too."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
+from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..ir import Node
 from . import _quantize as qz
@@ -76,19 +79,21 @@ class QGemm(OpDef):
             bias = f"(uint32_t){c.name}[{index}]"
         y_scale = k.input(7) if k.has_input(7) else None
         alpha_c = f"{float(np.float32(alpha))!r}f"
-        runtime = f"{alpha_c} * {k.input(1).name}[0] * {b_scale.name}[{column}]" \
-            + (f" / {y_scale.name}[0]" if y_scale is not None else "")
+        # (written only where the scales are not constants: built without recording its names)
+        runtime = fill("{} * {}[0] * {}[{}]", alpha_c, k.input(1).name, b_scale.name, column) \
+            + (fill(" / {}[0]", y_scale.name) if y_scale is not None else "")
+        scale: Optional[qz.OutputScale] = None
         if k.has_input(8):
-            bits = qz.output_scale_bits(k, k.input(1), b_scale, divisor=y_scale, alpha=alpha)
-            store = qz.requant("(int32_t)acc", y, f"{k.input(8).name}[0]", bits, column, runtime)
+            scale = qz.output_scale(k, k.input(1), b_scale, divisor=y_scale, alpha=alpha)
+            store = qz.requant("(int32_t)acc", y, f"{k.input(8).name}[0]", scale, column, runtime)
         else:
-            scale = _output_scale(k, alpha, k.input(1), b_scale, y_scale)
-            store = "(float)(int32_t)acc * " + (f"{scale}[{column}]" if scale else f"({runtime})")
+            float_scale = _output_scale(k, alpha, k.input(1), b_scale, y_scale)
+            store = "(float)(int32_t)acc * " + (f"{float_scale}[{column}]" if float_scale else f"({runtime})")
         kernel = qgemm_direct(k, checks, m, n, kk,
                               f"kk * {cexpr.lit(m)} + r" if trans_a else f"r * {cexpr.lit(kk)} + kk",
                               f"j * {cexpr.lit(kk)} + kk" if trans_b else f"kk * {cexpr.lit(n)} + j",
                               f"{k.input(2).name}[0]", f"{k.input(5).name}[{column}]", bias, store)
-        kernel.helpers.append(qz.REQUANT_HELPER)
+        kernel.helpers += qz.requant_helpers(scale)
         return kernel
 
 

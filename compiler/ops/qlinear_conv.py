@@ -5,9 +5,11 @@ from typing import Optional
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
+from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
+from . import _cmsis_nn
 from . import _quantize as qz
 from ._conv_pool import affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, window
 from ._elementwise import check_dtype
@@ -61,7 +63,8 @@ class QLinearConv(OpDef):
                 checks.append({"cond": f"{cexpr.lit(t.numel)} != {cexpr.lit(want)}",
                                "msg": c_string(f"QLinearConv: {t.name} does not have "
                                                + ("one value per output channel" if per_channel else "one value"))})
-            return f"{t.name}[{channel}]" if per_channel else f"{t.name}[0]"
+            # (names t where the text is written, not here: the scales only where not constants)
+            return fill("{}[{}]", t.name, channel) if per_channel else fill("{}[0]", t.name)
 
         bias = "0"
         if k.has_input(8):
@@ -69,30 +72,41 @@ class QLinearConv(OpDef):
             if not (isinstance(b.dims[0], int) and isinstance(m, int)):
                 checks.append({"cond": f"{cexpr.lit(b.dims[0])} != {cexpr.lit(m)}",
                                "msg": c_string("QLinearConv: B does not have one value per output channel")})
-            bias = f"(uint32_t){b.name}[{{channel}}]"
+            bias = fill("(uint32_t){}[{{channel}}]", b.name)
         w_scale = k.input(4)
-        bits = qz.output_scale_bits(k, k.input(1), w_scale, divisor=k.input(6))
+        scale = qz.output_scale(k, k.input(1), w_scale, divisor=k.input(6))
         per_channel = w_scale.numel != 1
 
         def store(acc: str, channel: str) -> str:
-            runtime = f"{param(1, '')} * {param(4, channel)} / {param(6, '')}"
-            return qz.requant(f"(int32_t){acc}", y, param(7, ''), bits, channel if per_channel else "0", runtime)
+            runtime = fill("{} * {} / {}", param(1, ''), param(4, channel), param(6, ''))
+            return qz.requant(f"(int32_t){acc}", y, param(7, ''), scale, channel if per_channel else "0", runtime)
 
+        note = ""
+        if k.target.cmsis_nn:
+            reason = _cmsis_nn.conv_reason(node, k)
+            if reason is None:
+                kernel = _cmsis_nn.conv_kernel(node, k, scale)
+                kernel.note = "CMSIS-NN " + ("arm_depthwise_conv_wrapper_s8" if kernel.data["depthwise"]
+                                             else "arm_convolve_wrapper_s8")
+                return kernel
+            note = f"portable kernel, not CMSIS-NN: {reason}"
         if k.target.integer_only:
             kernel = self.direct(node, k, checks, bias.format(channel="m"), param(2, ""), param(5, "m"),
                                  store("acc", "m"))
             if kernel is not None:
-                kernel.helpers.append(qz.REQUANT_HELPER)
+                kernel.helpers += qz.requant_helpers(scale)
+                kernel.note = note
                 return kernel
         channel = f"g * {cexpr.lit(mg)} + i / {cexpr.lit(out)}"
-        operands = KernelContext(node, [x, w], k.outputs, k.dim, k.data_dims, k.target)
+        operands = KernelContext(node, [x, w], k.outputs, k.dim, k.data_dims, k.target, k.uses)
         operands.constants = k.constants
         kernel = conv_kernel(node, operands, _gemm.UINT32,
                              x_load=f"(uint32_t)((int32_t){{}} - (int32_t){param(2, '')})", x_native=False,
                              w_load=f"(uint32_t)((int32_t){w.name}[m * {{K}} + i] - (int32_t){param(5, 'm')})",
                              bias=bias.format(channel=f"g * {cexpr.lit(mg)} + m"), y_store=store("acc[i]", channel),
                              checks=checks)
-        kernel.helpers.append(qz.REQUANT_HELPER)
+        kernel.helpers += qz.requant_helpers(scale)
+        kernel.note = note
         return kernel
 
     @staticmethod

@@ -6,6 +6,7 @@ from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.names import c_string
+from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
@@ -47,9 +48,10 @@ class QLinearMatMul(OpDef):
                    "msg": c_string(f"QLinearMatMul: {p.name} must hold one value")}
                   for p in params if not isinstance(p.numel, int)]
         ts = a_scale.dtype
-        product = qz.round_to(f"{a_scale.load('0')} * {b_scale.load('0')}", ts)
-        multiplier = qz.round_to(f"{product} / {y_scale.load('0')}", ts)
-        bits = qz.output_scale_bits(k, a_scale, b_scale, divisor=y_scale)
+        # (the scales are parameters only where the multiplier is not a compile-time constant)
+        product = qz.round_to(fill("{} * {}", a_scale.load("0"), b_scale.load("0")), ts)
+        multiplier = qz.round_to(fill("{} / {}", product, y_scale.load("0")), ts)
+        scale = qz.output_scale(k, a_scale, b_scale, divisor=y_scale)
         if k.target.integer_only and b.rank <= 2:
             rows = cexpr.prod(a.dims[:-1])
             kk = a.dims[-1]
@@ -59,14 +61,14 @@ class QLinearMatMul(OpDef):
                                "msg": c_string("QLinearMatMul: the inner dims of A and B differ")})
             kernel = qgemm_direct(k, checks, rows, n, kk, f"r * {cexpr.lit(kk)} + kk", f"kk * {cexpr.lit(n)} + j",
                                   f"{a_zero.name}[0]", f"{b_zero.name}[0]", "0",
-                                  qz.requant("(int32_t)acc", y, f"{y_zero.name}[0]", bits, "0", multiplier))
-            kernel.helpers.append(qz.REQUANT_HELPER)
+                                  qz.requant("(int32_t)acc", y, f"{y_zero.name}[0]", scale, "0", multiplier))
+            kernel.helpers += qz.requant_helpers(scale)
             return kernel
-        requant = qz.requant("(int32_t)y[i]", y, f"{y_zero.name}[0]", bits, "0", multiplier)
+        requant = qz.requant("(int32_t)y[i]", y, f"{y_zero.name}[0]", scale, "0", multiplier)
         # The matmul kernel's locals are named a, b and y like the spec's tensors: it runs in
         # a block of its own on aliases of them.
         qa, qb, qy = replace(a, name="qa"), replace(b, name="qb"), replace(y, name="qy")
-        operands = KernelContext(node, [qa, qb], [qy], k.dim, k.data_dims, k.target)
+        operands = KernelContext(node, [qa, qb], [qy], k.dim, k.data_dims, k.target, k.uses)
         operands.constants = k.constants
         kernel = matmul_kernel(
             operands, _gemm.UINT32,
@@ -76,7 +78,7 @@ class QLinearMatMul(OpDef):
         kernel.template = "c/qlinear_matmul.c.j2"
         kernel.data["aliases"] = [{"const": "const " if t is not y else "", "ctype": t.ctype, "alias": q.name,
                                    "name": t.name} for t, q in ((a, qa), (b, qb), (y, qy))]
-        kernel.helpers += [qz.REQUANT_HELPER, qz.ROUND_HELPER]
+        kernel.helpers += qz.requant_helpers(scale) + [qz.ROUND_HELPER]
         return kernel
 
 

@@ -85,7 +85,7 @@ class Scan(OpDef):
             outputs.append({"name": t.name, "axis": a, "reverse": bool(dirs_out[j]), "itemsize": t.dtype.itemsize,
                             "rank": t.rank - 1, "dims": k.output_dims(n_state + j)})
         body = k.body("body")
-        return k.kernel("c/scan.c.j2", states=states, scans=scans, outputs=outputs, body=body,
+        return k.kernel("c/scan.c.j2", allocates=True, states=states, scans=scans, outputs=outputs, body=body,
                         state_results=[{"name": k.outputs[i].name, "dims": k.output_dims(i),
                                         "itemsize": k.outputs[i].dtype.itemsize} for i in range(n_state)],
                         trips=scans[0]["dims"][in_axes[0]],

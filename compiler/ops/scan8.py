@@ -101,7 +101,7 @@ class Scan8(OpDef):
             outputs.append({"name": t.name, "rank": t.rank - 2, "itemsize": t.dtype.itemsize,
                             "dims": k.output_dims(n_state + j)})
         body = k.body("body")
-        return k.kernel("c/scan8.c.j2", states=states, scans=scans, outputs=outputs, body=body,
+        return k.kernel("c/scan8.c.j2", allocates=True, states=states, scans=scans, outputs=outputs, body=body,
                         state_results=[{"name": k.outputs[i].name, "dims": k.output_dims(i)}
                                        for i in range(n_state)],
                         batch=cexpr.lit(first.dims[0]), max_seq=cexpr.lit(first.dims[1]),

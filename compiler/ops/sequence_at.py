@@ -18,5 +18,5 @@ class SequenceAt(OpDef):
         return [(s.dtype, tuple(merged_dim(node, ctx.dims, f"0[{a}]", [d], known) for a, d in enumerate(s.shape)))]
 
     def lower(self, node, k):
-        return k.kernel("c/sequence_at.c.j2", seq=k.input(0).data(), pos=k.input(1).name,
+        return k.kernel("c/sequence_at.c.j2", allocates=True, seq=k.input(0).data(), pos=k.input(1).name,
                         out={"name": k.out.name, "dims": k.output_dims(0), "itemsize": k.out.dtype.itemsize})

@@ -53,4 +53,4 @@ class SequenceMap(OpDef):
                 dims += t.data()["dims"]
         outs = [{"name": t.name, "itemsize": t.dtype.itemsize, "rank": r["rank"]}
                 for t, r in zip(k.outputs, body["outputs"])]
-        return k.kernel("c/sequence_map.c.j2", body=body, seqs=seqs, outs=outs, args=args, dims=dims)
+        return k.kernel("c/sequence_map.c.j2", allocates=True, body=body, seqs=seqs, outs=outs, args=args, dims=dims)

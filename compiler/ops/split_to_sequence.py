@@ -35,7 +35,7 @@ class SplitToSequence(OpDef):
         x = k.input(0)
         axis = self._axis(node)
         split = node.input(1)
-        return k.kernel("c/split_to_sequence.c.j2", x=x.data(), out=k.out.data(), axis=axis,
+        return k.kernel("c/split_to_sequence.c.j2", allocates=True, x=x.data(), out=k.out.data(), axis=axis,
                         outer=_prod(x.data()["dims"][:axis]), inner=_prod(x.data()["dims"][axis + 1:]),
                         length=x.data()["dims"][axis], split=k.inputs[1].name if split is not None else None,
                         split_scalar=split is not None and split.rank == 0,

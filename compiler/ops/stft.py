@@ -43,10 +43,10 @@ class STFT(OpDef):
     def lower(self, node, k):
         x, y = k.input(0), k.out
         if k.has_input(3):
-            length = f"(int64_t){k.input(3).name}[0]"
+            length = "(int64_t)" + k.input(3).name + "[0]"
         else:
             length = cexpr.lit(k.input(2).dims[0] if k.has_input(2) else x.dims[1])
-        plan = {"length": length, "step": f"(int64_t){k.input(1).name}[0]", "signal": cexpr.lit(x.dims[1]),
+        plan = {"length": length, "step": "(int64_t)" + k.input(1).name + "[0]", "signal": cexpr.lit(x.dims[1]),
                 "window_length": cexpr.lit(k.input(2).dims[0]) if k.has_input(2) and k.has_input(3) else None,
                 "onesided": bool(node.attrs.get("onesided", 1))}
         window = f"(double){k.input(2).load('j')}" if k.has_input(2) else "1.0"

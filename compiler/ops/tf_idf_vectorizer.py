@@ -9,12 +9,19 @@ from ..ir import Node
 from .registry import InferContext, OpDef, register
 
 
+class _Gram:
+    """A trie node: the n-gram spelled by the path to it, and its output column (-1: none)."""
+
+    def __init__(self) -> None:
+        self.children: dict[int, _Gram] = {}
+        self.column = -1
+
+
 class _Trie:
     """The pool's n-grams as a trie numbered breadth first, children of a node contiguous and sorted."""
 
     def __init__(self, pool: list[int], counts: list[int], indexes: list[int], min_len: int, max_len: int):
-        root: dict = {}
-        self.targets: dict[int, int] = {}   # id(node dict) -> output column
+        root = _Gram()
         ngram_id = 0
         for size, start in enumerate(counts, start=1):
             end = counts[size] if size < len(counts) else len(pool)
@@ -23,17 +30,17 @@ class _Trie:
                 if min_len <= size <= max_len:
                     node = root
                     for token in pool[start + g * size:start + (g + 1) * size]:
-                        node = node.setdefault(token, {})
-                    self.targets[id(node)] = indexes[ngram_id]
+                        node = node.children.setdefault(token, _Gram())
+                    node.column = indexes[ngram_id]
                 ngram_id += 1
         self.tokens, self.columns, self.first, self.last = [0], [-1], [], []
         queue = [root]
         for node in queue:
             self.first.append(len(self.tokens))
-            for token in sorted(node):
-                child = node[token]
+            for token in sorted(node.children):
+                child = node.children[token]
                 self.tokens.append(token)
-                self.columns.append(self.targets.get(id(child), -1))
+                self.columns.append(child.column)
                 queue.append(child)
             self.last.append(len(self.tokens))
 

@@ -42,5 +42,6 @@ class Unique(OpDef):
         kernel.scratch = {"work": cexpr.mul(48, n)}
         if k.data_dims:
             kernel.shape_template = "c/unique_shape.c.j2"
+            kernel.allocates = True   # (its work buffer: the output's size is not known yet)
             kernel.shape_data = {"p": p}
         return kernel

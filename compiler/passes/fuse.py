@@ -30,10 +30,10 @@ def _described(nodes: list[Node]) -> str:
     return " -> ".join(f"{n.op_type} '{n.name}'" for n in nodes)
 
 
-def _sole_reader(v: Value, consumers: dict[int, list[Node]], outputs: set[int]) -> Optional[Node]:
+def _sole_reader(v: Value, consumers: dict[Value, list[Node]], outputs: set[Value]) -> Optional[Node]:
     """The one node that reads ``v``, if ``v`` has exactly one reader and is no graph output."""
-    readers = consumers.get(id(v), [])
-    if len(readers) != 1 or id(v) in outputs or v.const is not None:
+    readers = consumers.get(v, [])
+    if len(readers) != 1 or v in outputs or v.const is not None:
         return None
     return readers[0]
 
@@ -42,15 +42,15 @@ def fold_batch_norm(graph: Graph) -> None:
     """Conv -> BatchNormalization (inference mode, constant parameters): the Conv's weights
     scaled by gamma / sqrt(var + eps) per output channel, its bias (b - mean) * that + beta."""
     consumers = graph.consumers()
-    outputs = {id(v) for v in graph.outputs}
-    dead: set[int] = set()
+    outputs = set(graph.outputs)
+    dead: set[Node] = set()
     for bn in graph.nodes:
         if bn.op_type != "BatchNormalization" or bn.domain or len(bn.outputs) != 1:
             continue
         if bn.attrs.get("training_mode", 0) or bn.attrs.get("spatial", 1) != 1:
             continue
         conv = bn.inputs[0].producer
-        if conv is None or conv.op_type != "Conv" or conv.domain or id(conv) in dead:
+        if conv is None or conv.op_type != "Conv" or conv.domain or conv in dead:
             continue
         if _sole_reader(conv.outputs[0], consumers, outputs) is not bn:
             continue
@@ -75,7 +75,7 @@ def fold_batch_norm(graph: Graph) -> None:
                                   conv.inputs[1].dtype, (m,), new_b)
         conv.inputs = [conv.inputs[0], w_value, b_value]
         graph.replace_uses(bn.outputs[0], conv.outputs[0])
-        dead.add(id(bn))
+        dead.add(bn)
     graph.remove_nodes(dead)
 
 
@@ -122,11 +122,11 @@ def fuse_conv_epilogue(graph: Graph) -> None:
     """Conv -> [Add (or two-input Sum) of a same-shape tensor] -> [activation], on float32:
     one FusedConv."""
     consumers = graph.consumers()
-    outputs = {id(v) for v in graph.outputs}
-    replaced: dict[int, Node] = {}   # id(last node of a pattern) -> its FusedConv
-    dead: set[int] = set()
+    outputs = set(graph.outputs)
+    replaced: dict[Node, Node] = {}   # last node of a pattern -> its FusedConv
+    dead: set[Node] = set()
     for conv in graph.nodes:
-        if conv.op_type != "Conv" or conv.domain or conv.outputs[0].dtype is not dt.FLOAT or id(conv) in dead:
+        if conv.op_type != "Conv" or conv.domain or conv.outputs[0].dtype is not dt.FLOAT or conv in dead:
             continue
         y = conv.outputs[0]
         pattern, residual = [conv], None
@@ -141,7 +141,7 @@ def fuse_conv_epilogue(graph: Graph) -> None:
         activation = _activation(graph, pattern[-1].outputs[0], consumers, outputs)
         if activation is not None:
             pattern += activation[2]
-        if len(pattern) == 1 or any(id(n) in dead for n in pattern):
+        if len(pattern) == 1 or any(n in dead for n in pattern):
             continue
         attrs = dict(conv.attrs)
         attrs["activation"], attrs["activation_params"] = activation[:2] if activation else ("", ())
@@ -150,9 +150,9 @@ def fuse_conv_epilogue(graph: Graph) -> None:
         fused = Node("FusedConv", _fused.DOMAIN, conv.name, inputs + [residual], [last.outputs[0]], attrs,
                      opset=1, impl=FusedConv(), version=1, memo={"fused": _described(pattern)})
         last.outputs[0].producer = fused
-        replaced[id(last)] = fused
-        dead.update(id(n) for n in pattern)
-    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dead or id(n) in replaced]
+        replaced[last] = fused
+        dead.update(pattern)
+    graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead or n in replaced]
 
 
 def fuse_matmul_epilogue(graph: Graph) -> None:
@@ -160,11 +160,11 @@ def fuse_matmul_epilogue(graph: Graph) -> None:
     last axis] -> [Add of a same-shape tensor] -> [activation], at least one of them: one
     FusedMatMul."""
     consumers = graph.consumers()
-    outputs = {id(v) for v in graph.outputs}
-    replaced: dict[int, Node] = {}
-    dead: set[int] = set()
+    outputs = set(graph.outputs)
+    replaced: dict[Node, Node] = {}
+    dead: set[Node] = set()
     for mm in graph.nodes:
-        if mm.op_type != "MatMul" or mm.domain or id(mm) in dead:
+        if mm.op_type != "MatMul" or mm.domain or mm in dead:
             continue
         a, b = mm.inputs
         y = mm.outputs[0]
@@ -193,7 +193,7 @@ def fuse_matmul_epilogue(graph: Graph) -> None:
         activation = _activation(graph, pattern[-1].outputs[0], consumers, outputs)
         if activation is not None:
             pattern += activation[2]
-        if len(pattern) == 1 or any(id(n) in dead for n in pattern):
+        if len(pattern) == 1 or any(n in dead for n in pattern):
             continue
         if bias is not None and len(bias.shape) != 1:   # a constant (1, ..., N): the vector it holds
             bias = Value(f"{bias.name}_vector", dt.FLOAT, (bias.shape[-1],), const=bias.const.reshape(-1))
@@ -203,16 +203,16 @@ def fuse_matmul_epilogue(graph: Graph) -> None:
         fused = Node("FusedMatMul", _fused.DOMAIN, mm.name, [a, b, bias, residual], [last.outputs[0]], attrs,
                      opset=1, impl=FusedMatMul(), version=1, memo={"fused": _described(pattern)})
         last.outputs[0].producer = fused
-        replaced[id(last)] = fused
-        dead.update(id(n) for n in pattern)
-    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dead or id(n) in replaced]
+        replaced[last] = fused
+        dead.update(pattern)
+    graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead or n in replaced]
 
 
-def _activation(graph: Graph, v: Value, consumers: dict[int, list[Node]],
-                outputs: set[int]) -> Optional[tuple[str, tuple[float, ...], list[Node]]]:
+def _activation(graph: Graph, v: Value, consumers: dict[Value, list[Node]],
+                outputs: set[Value]) -> Optional[tuple[str, tuple[float, ...], list[Node]]]:
     """The activation applied to ``v`` by its only reader(s): name, params and its nodes."""
-    readers = consumers.get(id(v), [])
-    if id(v) in outputs:
+    readers = consumers.get(v, [])
+    if v in outputs:
         return None
     if len(readers) == 1:
         node = readers[0]
@@ -226,7 +226,7 @@ def _activation(graph: Graph, v: Value, consumers: dict[int, list[Node]],
         if sigmoid is None or mul is None or len(mul.inputs) != 2:
             return None
         s = sigmoid.outputs[0]
-        if _sole_reader(s, consumers, outputs) is not mul or {id(x) for x in mul.inputs} != {id(v), id(s)}:
+        if _sole_reader(s, consumers, outputs) is not mul or set(mul.inputs) != {v, s}:
             return None
         return "Swish", (), [sigmoid, mul]
     return None
@@ -236,9 +236,9 @@ def fuse_elementwise(graph: Graph) -> None:
     """Each tree of fusable elementwise nodes (fused_elementwise.fusable) joined by values read
     once, by one operand of one node, becomes one FusedElementwise at the tree's root."""
     consumers = graph.consumers()
-    outputs = {id(v) for v in graph.outputs}
-    order = {id(n): i for i, n in enumerate(graph.nodes)}
-    tree: dict[int, list[Node]] = {}   # id(node) -> its tree's members in graph order, the root last
+    outputs = set(graph.outputs)
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    tree: dict[Node, list[Node]] = {}   # node -> its tree's members in graph order, the root last
     for n in graph.nodes:
         if not fused_elementwise.fusable(n):
             continue
@@ -246,26 +246,26 @@ def fuse_elementwise(graph: Graph) -> None:
         for v in n.inputs:
             # a producer whose only output use is this operand: its tree (p is its root) joins
             p = v.producer
-            if p is not None and id(p) in tree and _sole_reader(v, consumers, outputs) is n \
+            if p is not None and p in tree and _sole_reader(v, consumers, outputs) is n \
                     and sum(u is v for u in n.inputs) == 1:
-                members = tree[id(p)] + members
-        members.sort(key=lambda m: order[id(m)])
+                members = tree[p] + members
+        members.sort(key=lambda m: order[m])
         for m in members:
-            tree[id(m)] = members
-    replaced: dict[int, Node] = {}
-    dead: set[int] = set()
-    for members in {id(t): t for t in tree.values()}.values():
+            tree[m] = members
+    replaced: dict[Node, Node] = {}
+    dead: set[Node] = set()
+    for members in {t[-1]: t for t in tree.values()}.values():
         if len(members) < 2:
             continue
         root = members[-1]
-        position = {id(m.outputs[0]): j for j, m in enumerate(members)}
+        position = {m.outputs[0]: j for j, m in enumerate(members)}
         inputs: list[Value] = []
         steps = []
         for m in members:
             refs = []
             for v in m.inputs:
-                if id(v) in position:
-                    refs.append(("step", position[id(v)]))
+                if v in position:
+                    refs.append(("step", position[v]))
                     continue
                 if all(u is not v for u in inputs):
                     inputs.append(v)
@@ -276,6 +276,6 @@ def fuse_elementwise(graph: Graph) -> None:
                      {"ops": ", ".join(m.op_type for m in members)}, opset=1, impl=FusedElementwise(), version=1,
                      memo={"steps": steps, "shape": out.shape, "fused": _described(members)})
         out.producer = fused
-        replaced[id(root)] = fused
-        dead.update(id(m) for m in members)
-    graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dead or id(n) in replaced]
+        replaced[root] = fused
+        dead.update(members)
+    graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead or n in replaced]

@@ -59,17 +59,17 @@ def fuse_qdq(graph: Graph) -> None:
     if opset < 10:
         return
     consumers = graph.consumers()
-    outputs = {id(v) for v in graph.outputs}
+    outputs = set(graph.outputs)
 
     def sole_reader(v: Value) -> Optional[Node]:
-        readers = consumers.get(id(v), [])
-        return readers[0] if len(readers) == 1 and id(v) not in outputs and v.const is None else None
+        readers = consumers.get(v, [])
+        return readers[0] if len(readers) == 1 and v not in outputs and v.const is None else None
 
-    new_nodes: dict[int, list[Node]] = {}    # id(Q node) -> the nodes that take its place
-    dead: set[int] = set()
+    new_nodes: dict[Node, list[Node]] = {}    # Q node -> the nodes that take its place
+    dead: set[Node] = set()
     for q_node in graph.nodes:
         q = _quantize(graph, q_node)
-        if q is None or id(q_node) in dead:
+        if q is None or q_node in dead:
             continue
         core = q_node.inputs[0].producer
         relu = None
@@ -79,7 +79,7 @@ def fuse_qdq(graph: Graph) -> None:
                 continue
         elif core is None or sole_reader(core.outputs[0]) is not q_node:
             continue
-        if core.domain or id(core) in dead or core.outputs[0].dtype is not dt.FLOAT:
+        if core.domain or core in dead or core.outputs[0].dtype is not dt.FLOAT:
             continue
         if relu is None and core.op_type in SAME_SCALE_OPS:
             made = _same_scale(graph, core, q)
@@ -93,15 +93,15 @@ def fuse_qdq(graph: Graph) -> None:
             made = None
         if made is None:
             continue
-        new_nodes[id(q_node)] = made
-        dead.update(id(n) for n in (core, relu, q_node) if n is not None)
+        new_nodes[q_node] = made
+        dead.update(n for n in (core, relu, q_node) if n is not None)
     if not new_nodes:
         return
     nodes: list[Node] = []
     for n in graph.nodes:
-        if id(n) in new_nodes:
-            nodes.extend(new_nodes[id(n)])
-        elif id(n) not in dead:
+        if n in new_nodes:
+            nodes.extend(new_nodes[n])
+        elif n not in dead:
             nodes.append(n)
     graph.nodes = nodes
     for made in new_nodes.values():

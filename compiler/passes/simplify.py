@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Graph, Node, reads
+from ..ir import Graph, Node, Value, reads
 
 # Ops whose every run gives new values: two such nodes are never the same computation.
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                     "Bernoulli", "Dropout"}
 
 
-def _forwards_input(node: Node, consumers: dict[int, list[Node]], graph_outputs: set[int]) -> bool:
+def _forwards_input(node: Node, consumers: dict[Value, list[Node]], graph_outputs: set[Value]) -> bool:
     if node.domain != "":
         return False
     x, y = node.inputs[0] if node.inputs else None, node.outputs[0]
@@ -30,7 +30,7 @@ def _forwards_input(node: Node, consumers: dict[int, list[Node]], graph_outputs:
         training = node.input(2)
         if training is not None and (training.const is None or bool(training.const)):
             return False
-        mask_used = len(node.outputs) > 1 and (id(node.outputs[1]) in consumers or id(node.outputs[1]) in graph_outputs)
+        mask_used = len(node.outputs) > 1 and (node.outputs[1] in consumers or node.outputs[1] in graph_outputs)
         return not mask_used
     return False
 
@@ -38,23 +38,23 @@ def _forwards_input(node: Node, consumers: dict[int, list[Node]], graph_outputs:
 def remove_identity_like(graph: Graph) -> None:
     """Identity, inference Dropout, no-op Reshape/Cast: readers use the input directly."""
     consumers = graph.consumers()
-    graph_outputs = {id(v) for v in graph.outputs}
-    dead: set[int] = set()
+    graph_outputs = set(graph.outputs)
+    dead: set[Node] = set()
     for node in graph.nodes:
         if _forwards_input(node, consumers, graph_outputs):
             graph.replace_uses(node.outputs[0], node.inputs[0])
-            dead.add(id(node))
+            dead.add(node)
     graph.remove_nodes(dead)
 
 
 def eliminate_dead_code(graph: Graph) -> None:
     """Drop nodes none of whose outputs reach a graph output."""
-    live = {id(v) for v in graph.outputs}
+    live = set(graph.outputs)
     kept: list[Node] = []
     for node in reversed(graph.nodes):
-        if any(id(o) in live for o in node.outputs):
+        if any(o in live for o in node.outputs):
             kept.append(node)
-            live.update(id(v) for v in reads(node))
+            live.update(reads(node))
     graph.nodes = kept[::-1]
 
 
@@ -64,11 +64,11 @@ def eliminate_common_subexpressions(graph: Graph) -> None:
     its readers read the earlier node's outputs (e.g. the same Shape -> Gather read by two
     branches, or one tensor transposed the same way twice)."""
     seen: dict[tuple, Node] = {}
-    dead: set[int] = set()
+    dead: set[Node] = set()
     for node in graph.nodes:
         if node.domain not in ("", "ai.onnx.ml") or node.subgraphs or node.op_type in NONDETERMINISTIC:
             continue
-        key = (node.op_type, node.domain, node.version, tuple(id(v) if v is not None else None for v in node.inputs),
+        key = (node.op_type, node.domain, node.version, tuple(node.inputs),
                tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items())), len(node.outputs))
         first = seen.get(key)
         if first is None:
@@ -78,7 +78,7 @@ def eliminate_common_subexpressions(graph: Graph) -> None:
             continue
         for old, new in zip(node.outputs, first.outputs):
             graph.replace_uses(old, new)
-        dead.add(id(node))
+        dead.add(node)
     if dead:
         graph.remove_nodes(dead)
 

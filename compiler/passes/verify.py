@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..dims import DimTable
 from ..errors import OnnxcError
-from ..ir import Graph
+from ..ir import Graph, Value
 
 
 class VerifyError(OnnxcError):
@@ -11,8 +11,8 @@ class VerifyError(OnnxcError):
 
 
 def verify(graph: Graph, outer: frozenset = frozenset()) -> None:
-    """Check ``graph`` (and its bodies); ``outer``: ids of values enclosing graphs define."""
-    defined: set[int] = {id(v) for v in graph.inputs} | set(outer)
+    """Check ``graph`` (and its bodies); ``outer``: the values enclosing graphs define."""
+    defined: set[Value] = set(graph.inputs) | set(outer)
     names: set[str] = set()
     for v in graph.inputs:
         _check_value(v, graph.dims)
@@ -22,15 +22,15 @@ def verify(graph: Graph, outer: frozenset = frozenset()) -> None:
         for v in node.inputs:
             if v is None:
                 continue
-            if v.const is None and id(v) not in defined:
+            if v.const is None and v not in defined:
                 raise VerifyError(f"{node.label} reads {v.name!r} before it is defined")
             _check_value(v, graph.dims)
         for o in node.outputs:
-            if id(o) in defined:
+            if o in defined:
                 raise VerifyError(f"{o.name!r} is defined twice")
             if o.producer is not node:
                 raise VerifyError(f"{o.name!r} does not record {node.label} as its producer")
-            defined.add(id(o))
+            defined.add(o)
             _check_value(o, graph.dims)
         for body in node.subgraphs.values():
             verify(body, frozenset(defined))
@@ -41,7 +41,7 @@ def verify(graph: Graph, outer: frozenset = frozenset()) -> None:
     if len(graph.outputs) != len(graph.output_names):
         raise VerifyError("graph outputs and output names disagree")
     for v in graph.outputs:
-        if v.const is None and id(v) not in defined:
+        if v.const is None and v not in defined:
             raise VerifyError(f"graph output {v.name!r} is never computed")
 
 

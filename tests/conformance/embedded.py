@@ -13,6 +13,7 @@ import numpy as np
 from .cases import Mismatch, _as_array, _compare, read_expected_failures
 
 PACKAGE_REFUSALS = os.path.join(os.path.dirname(__file__), "expected_package_refusals.txt")
+ALLOCATOR = {"malloc", "calloc", "realloc", "free"}
 
 
 def package_refusals() -> dict[str, str]:
@@ -39,9 +40,15 @@ def build_case_package(case: Any, workdir: str) -> str:
     program for the host; returns the program's path."""
     from onnxc.driver import CompileOptions, compile_model
     compile_model(case.model, workdir, CompileOptions(target="c", prefix="case"), command=f"onnxc compile {case.name}")
-    exe = os.path.join(workdir, "demo")
-    build = subprocess.run(["cc", "-O1", "-std=c99", "-w", "-o", exe, *(os.path.join(workdir, f) for f in
-                            ("case_demo.c", "case.c", "case_weights.c")), "-lm"], capture_output=True, text=True)
+    exe, obj = os.path.join(workdir, "demo"), os.path.join(workdir, "case.o")
+    build = subprocess.run(["cc", "-O1", "-std=c99", "-w", "-c", "-o", obj, os.path.join(workdir, "case.c")],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-2000:]
+    # the model's code allocates nothing (Kernel.allocates refuses the kernels that would)
+    needed = subprocess.run(["nm", "-u", obj], capture_output=True, text=True, check=True).stdout.split()[1::2]
+    assert not ALLOCATOR & set(needed), f"case.c calls {sorted(ALLOCATOR & set(needed))}"
+    build = subprocess.run(["cc", "-O1", "-std=c99", "-w", "-o", exe, obj, *(os.path.join(workdir, f) for f in
+                            ("case_demo.c", "case_weights.c")), "-lm"], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-2000:]
     return exe
 

@@ -1,0 +1,172 @@
+"""``--cmsis-nn`` packages: eligible int8 convolutions call CMSIS-NN (the copy pinned in
+tests/third_party/cmsis_nn, its plain C path on this host), and give bit for bit what the same
+package computes with the portable kernels in fixed-point mode (``--requantize fixed-point``,
+itself checked against a numpy model in test_requantize.py). The `cmsis_nn` suite; CI runs one
+case."""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper
+
+from onnxc.cli import main as cli_main
+from test_embedded import make, package, run_demo, write_inputs
+from test_requantize import CONVS, conv_model
+
+pytestmark = pytest.mark.cmsis_nn
+
+CMSIS_NN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "third_party", "cmsis_nn")
+
+
+def random_feeds(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for value in model.graph.input:
+        t = value.type.tensor_type
+        shape = [d.dim_value for d in t.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        if dtype == np.int8:
+            feeds[value.name] = rng.integers(-128, 128, shape).astype(np.int8)
+        else:
+            feeds[value.name] = (rng.standard_normal(shape) * 2).astype(dtype)
+    return feeds
+
+
+def both_ways(tmp_path, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[list, list, str]:
+    """The outputs of the --cmsis-nn package and of the --requantize fixed-point one, and the
+    --cmsis-nn package's folder."""
+    outputs = []
+    folders = []
+    for flags in (("--cmsis-nn",), ("--requantize", "fixed-point")):
+        folder = package(tmp_path / flags[0].strip("-"), model, "net", *flags)
+        make(folder, f"CMSIS_NN={CMSIS_NN}", "WERROR=1")
+        outputs.append(run_demo(folder, "net", write_inputs(folder, feeds)))
+        folders.append(folder)
+    return outputs[0], outputs[1], folders[0]
+
+
+def cmsis_calls(folder: str) -> list[str]:
+    return re.findall(r"/\* CMSIS-NN (\w+) \*/", open(os.path.join(folder, "net.c")).read())
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.ci_slice) if c == "depthwise_stride_2" else c
+                                  for c in sorted(CONVS)])
+def test_convolution_through_cmsis_nn_is_the_portable_fixed_point(tmp_path, case):
+    model, _, attrs = conv_model(**CONVS[case])
+    cmsis, portable, folder = both_ways(tmp_path, model, random_feeds(model))
+    want = "arm_depthwise_conv_wrapper_s8" if attrs["group"] > 1 else "arm_convolve_wrapper_s8"
+    assert cmsis_calls(folder) == [want]
+    assert f"CMSIS-NN {want}" in open(os.path.join(folder, "README.md")).read()
+    assert len(cmsis) == len(portable) == 1 and np.unique(portable[0]).size > 20
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+
+
+def _quantized(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
+    """``model`` through onnxruntime's static quantizer: QDQ, int8 weights (symmetric) and activations."""
+    from onnxc.benchmarks.footprint import quantize_qdq
+    return quantize_qdq(model, [random_feeds(model, seed + i) for i in range(8)])
+
+
+def test_int8_tiny_cnn_through_cmsis_nn_is_the_portable_fixed_point(tmp_path):
+    """The footprint table's int8 tiny CNN: its three convolutions call CMSIS-NN."""
+    from onnxc.benchmarks.footprint import int8_cnn
+    model = int8_cnn()
+    assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 tiny CNN"
+    feeds = random_feeds(model)
+    cmsis, portable, folder = both_ways(tmp_path, model, feeds)
+    assert cmsis_calls(folder) == ["arm_convolve_wrapper_s8"] * 3
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+
+
+def test_depthwise_separable_cnn_through_cmsis_nn_is_the_portable_fixed_point(tmp_path):
+    """The keyword-spotting DS-CNN quantized: a 10x4 stride-2 convolution with asymmetric pads,
+    3x3 depthwise and 1x1 pointwise convolutions."""
+    from onnxc.benchmarks.footprint import kws_dscnn
+    model = _quantized(kws_dscnn())
+    cmsis, portable, folder = both_ways(tmp_path, model, random_feeds(model))
+    calls = cmsis_calls(folder)
+    assert calls.count("arm_depthwise_conv_wrapper_s8") == 4 and calls.count("arm_convolve_wrapper_s8") == 5, calls
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+
+
+def test_an_ineligible_convolution_keeps_the_portable_kernel_and_says_why(tmp_path):
+    """Weights with a nonzero zero point (CMSIS-NN's are symmetric) next to an eligible
+    convolution: that node keeps the portable kernel, its function and the README say why."""
+    model, _, _ = conv_model(c=3, m=4, hw=(6, 6), kernel=(3, 3), pads=(1, 1, 1, 1))
+    second, _, _ = conv_model(c=4, m=5, hw=(6, 6), kernel=(1, 1), seed=3)
+    for t in second.graph.initializer:
+        t.name = "second_" + t.name
+        if t.name == "second_wz":
+            t.CopyFrom(onnx.numpy_helper.from_array(np.full(5, 2, np.int8), "second_wz"))
+    node = second.graph.node[0]
+    node.input[:] = ["y"] + ["second_" + name for name in node.input[1:]]
+    node.output[0] = "z"
+    node.name = "pointwise"
+    model.graph.node.append(node)
+    model.graph.initializer.extend(second.graph.initializer)
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("z", TP.INT8, [1, 5, 6, 6]))
+    cmsis, portable, folder = both_ways(tmp_path, model, random_feeds(model))
+    assert cmsis_calls(folder) == ["arm_convolve_wrapper_s8"]
+    reason = "portable kernel, not CMSIS-NN: weights with a nonzero zero point (CMSIS-NN's are symmetric)"
+    assert f"/* {reason} */" in open(os.path.join(folder, "net.c")).read()
+    assert f"- QLinearConv 'pointwise': {reason}" in open(os.path.join(folder, "README.md")).read()
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+
+
+def test_cmsis_nn_is_for_packages_in_fixed_point(tmp_path, capsys):
+    model, _, _ = conv_model(c=2, m=2, hw=(4, 4), kernel=(1, 1))
+    path = str(tmp_path / "m.onnx")
+    onnx.save(model, path)
+    assert cli_main(["compile", path, "--cmsis-nn", "-o", str(tmp_path / "a")]) == 1
+    assert "--cmsis-nn needs --target c" in capsys.readouterr().err
+    assert cli_main(["compile", path, "--target", "c", "--cmsis-nn", "--requantize", "float",
+                     "-o", str(tmp_path / "b")]) == 1
+    assert "cannot be combined with --requantize float" in capsys.readouterr().err
+
+
+# --- on the emulated Cortex-M4F: CMSIS-NN's DSP code -------------------------------------------------------
+
+def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feeds: dict[str, np.ndarray]):
+    """The outputs and the instructions of one inference on the Cortex-M4F board."""
+    from onnxc.benchmarks import mcu
+    from test_embedded import parse_outputs
+    folder = package(tmp_path / flags[0].strip("-"), model, "net", *flags)
+    inputs = [os.path.basename(p) for p in write_inputs(folder, feeds)]
+    elf = mcu.build_firmware(folder, "net", "cortex-m4f", os.path.join(folder, "net.elf"),
+                             cmsis_nn=CMSIS_NN if "--cmsis-nn" in flags else None)
+    run = mcu.run_firmware(elf, "cortex-m4f", inputs, cwd=folder, timeout=1200)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return parse_outputs(run.stdout), run.instructions
+
+
+def _board_models() -> dict:
+    from onnxc.benchmarks.footprint import int8_cnn, kws_dscnn
+    return {"depthwise": lambda: conv_model(**CONVS["depthwise_stride_2"])[0],
+            "int8_tiny_cnn": int8_cnn, "int8_kws_dscnn": lambda: _quantized(kws_dscnn())}
+
+
+@pytest.mark.mcu
+@pytest.mark.parametrize("name", [pytest.param("depthwise", marks=pytest.mark.ci_slice), "int8_tiny_cnn",
+                                  "int8_kws_dscnn"])
+def test_on_the_cortex_m4f_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, capsys):
+    """CMSIS-NN built for the Cortex-M4 (its DSP path: -mcpu=cortex-m4 defines ARM_MATH_DSP) gives
+    the portable fixed-point kernels' bits on the emulated board, and what the host computes."""
+    from onnxc.benchmarks import mcu
+    from tools import ensure_tools
+    ensure_tools(mcu.TOOLS)
+    model = _board_models()[name]()
+    assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 tiny CNN"
+    feeds = random_feeds(model)
+    cmsis, cmsis_count = _on_the_board(tmp_path, model, ("--cmsis-nn",), feeds)
+    portable, portable_count = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds)
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+    host, _, _ = both_ways(tmp_path / "host", model, feeds)
+    np.testing.assert_array_equal(cmsis[0], host[0])
+    with capsys.disabled():
+        print(f"\n{name} on cortex-m4f: {cmsis_count:,} instructions with CMSIS-NN, {portable_count:,} with the "
+              "portable fixed-point kernels")
