@@ -259,14 +259,17 @@ def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feed
 
 
 def _board_models() -> dict:
-    from onnxc.benchmarks.footprint import int8_cnn, kws_dscnn
+    from onnxc.benchmarks.footprint import int8_cnn, int8_mlp, kws_dscnn
     return {"depthwise": lambda: conv_model(**CONVS["depthwise_stride_2"])[0],
-            "int8_tiny_cnn": int8_cnn, "int8_kws_dscnn": lambda: _quantized(kws_dscnn())}
+            "fully_connected": lambda: fc_model(**FULLY_CONNECTED["qgemm_per_channel_bias_trans_b"]),
+            "fully_connected_per_tensor": lambda: fc_model(**FULLY_CONNECTED["matmul_5x37_by_37x13"]),
+            "int8_tiny_cnn": int8_cnn, "int8_kws_dscnn": lambda: _quantized(kws_dscnn()), "int8_mlp": int8_mlp}
 
 
 @pytest.mark.mcu
-@pytest.mark.parametrize("name", [pytest.param("depthwise", marks=pytest.mark.ci_slice), "int8_tiny_cnn",
-                                  "int8_kws_dscnn"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.ci_slice) if n in ("depthwise", "fully_connected")
+                                  else n for n in ("depthwise", "fully_connected", "fully_connected_per_tensor",
+                                                   "int8_tiny_cnn", "int8_kws_dscnn", "int8_mlp")])
 def test_on_the_cortex_m4f_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, capsys):
     """CMSIS-NN built for the Cortex-M4 (its DSP path: -mcpu=cortex-m4 defines ARM_MATH_DSP) gives
     the portable fixed-point kernels' bits on the emulated board, and what the host computes."""
@@ -274,9 +277,10 @@ def test_on_the_cortex_m4f_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, 
     from tools import ensure_tools
     ensure_tools(mcu.TOOLS)
     model = _board_models()[name]()
-    assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 tiny CNN"
+    assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 models"
     feeds = random_feeds(model)
     cmsis, cmsis_count = _on_the_board(tmp_path, model, ("--cmsis-nn",), feeds)
+    assert cmsis_calls(str(tmp_path / "cmsis-nn" / "net")), "the package calls CMSIS-NN"
     portable, portable_count = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds)
     np.testing.assert_array_equal(cmsis[0], portable[0])
     host, _, _ = both_ways(tmp_path / "host", model, feeds)
