@@ -141,7 +141,7 @@ def fully_connected(node: Node, k: KernelContext, scale: Optional[qz.OutputScale
         return None, f"portable kernel, not CMSIS-NN: {reason}"
     assert scale is not None and scale.multiplier is not None and scale.shift is not None, \
         "internal: --cmsis-nn requantizes in fixed point"
-    _, bias_input = FC_INPUTS[node.op_type]
+    y_zero_input, bias_input = FC_INPUTS[node.op_type]
     a, b, y = k.input(0), k.input(3), k.out
     n, depth = y.dims[-1], a.dims[-1]
     weights = np.asarray(b.value, np.int8)
@@ -155,7 +155,7 @@ def fully_connected(node: Node, k: KernelContext, scale: Optional[qz.OutputScale
     data = {
         "per_channel": per_channel, "rows": int(np.prod(y.dims[:-1], dtype=np.int64)), "K": depth, "N": n,
         "a": a.name, "y": y.name, "a_zero": int(np.asarray(k.input(2).value).reshape(-1)[0]),
-        "y_zero": int(np.asarray(k.input(FC_INPUTS[node.op_type][0]).value).reshape(-1)[0]),
+        "y_zero": int(np.asarray(k.input(y_zero_input).value).reshape(-1)[0]),
         "weights": k.constant("cmsis_weights", np.ascontiguousarray(weights)), "bias": bias,
         "multiplier": scale.multiplier, "shift": scale.shift,
         # arm_fully_connected_s8_get_buffer_size: no scratch for plain C and DSP code; Helium's
