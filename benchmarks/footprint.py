@@ -4,6 +4,7 @@ bytes for a few models of the sizes microcontrollers run.
     python -m onnxc.benchmarks.footprint            # prints a Markdown table
     python -m onnxc.benchmarks.footprint --json build/footprint.json
     python -m onnxc.benchmarks.footprint --tflm     # and TensorFlow Lite Micro next to onnxc
+    python -m onnxc.benchmarks.footprint --cmsis-nn tests/third_party/cmsis_nn   # int8: requantizations, CMSIS-NN
 
 Each model's package (``--name net``) is written to a temporary folder; net.c and net_weights.c
 are compiled with ``arm-none-eabi-gcc -Os -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16``
@@ -19,6 +20,11 @@ With ``--tflm`` a second table puts TensorFlow Lite Micro next to onnxc: the sam
 ``pip install onnxc[bench]``), for its model and arena bytes; with ``--tflm-source DIR`` (a TFLM
 source tree) also TFLM built as firmware for the same boards (onnxc.benchmarks.tflm_firmware),
 for its code, arena and instructions per inference.
+
+With ``--cmsis-nn DIR`` it measures the int8 models instead, each with float and fixed-point
+requantization and with CMSIS-NN's kernels (``--cmsis-nn``, CMSIS-NN's sources in DIR built
+with the package for the Cortex-M4F): instructions of one inference on the board, the
+firmware's text (newlib included) and the arena.
 """
 from __future__ import annotations
 
@@ -99,6 +105,30 @@ def int8_cnn() -> onnx.ModelProto | None:
     return quantize_qdq(tiny_cnn(), [{"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(8)])
 
 
+def _calibrated(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """``model`` through onnxruntime's quantizer, calibrated on eight random feeds (standard
+    normal times 2, seeds 0 to 7, as tests/test_cmsis_nn.py makes them), or None without it."""
+    try:
+        import onnxruntime.quantization  # noqa: F401
+    except ImportError:
+        return None
+    feeds = []
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        feeds.append({v.name: (rng.standard_normal([d.dim_value for d in v.type.tensor_type.shape.dim]) * 2)
+                      .astype(np.float32) for v in model.graph.input})
+    return quantize_qdq(model, feeds)
+
+
+def int8_kws_dscnn() -> onnx.ModelProto | None:
+    return _calibrated(kws_dscnn())
+
+
+def int8_mlp() -> onnx.ModelProto | None:
+    """The MLP quantized: three fully connected layers (two QGemm, one QLinearMatMul) of int8 weights."""
+    return _calibrated(mlp())
+
+
 MODELS = {
     "mlp (784-512-256-10)": mlp,
     "tiny CNN (3x32x32, 3 conv)": tiny_cnn,
@@ -165,6 +195,63 @@ def instructions(model: onnx.ModelProto, folder: str) -> dict[str, Any]:
     missing = [tool for tool in mcu.TOOLS if not (os.path.exists(tool) if tool.startswith("/") else shutil.which(tool))]
     if missing:
         return {f"{board}_instructions": f"needs {', '.join(missing)}" for board in mcu.BOARDS}
+    inputs = _write_inputs(model, folder)
+    out: dict[str, Any] = {}
+    for board in mcu.BOARDS:
+        elf = mcu.build_firmware(folder, "net", board, os.path.join(folder, f"net.{board}.elf"))
+        run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
+        out[f"{board}_instructions"] = run.instructions if run.returncode == 0 and run.instructions else \
+            f"failed: {(run.stdout + run.stderr).strip()[-120:]}"
+    return out
+
+
+# The int8 models of the requantization table: each requantization, and CMSIS-NN.
+INT8_MODELS = {
+    "int8 tiny CNN (QDQ)": int8_cnn,
+    "int8 keyword spotting DS-CNN (QDQ, onnxruntime's quantizer)": int8_kws_dscnn,
+    "int8 MLP (784-512-256-10, QDQ, onnxruntime's quantizer)": int8_mlp,
+}
+REQUANTIZATIONS = {"float": {}, "fixed_point": {"requantize": "fixed_point"}, "cmsis_nn": {"cmsis_nn": True}}
+
+
+def requantization_row(name: str, model: onnx.ModelProto, workdir: str, cmsis_nn: str) -> dict[str, Any]:
+    """Instructions of one inference on the Cortex-M4F board and the firmware's text with each
+    requantization and with CMSIS-NN (its sources in ``cmsis_nn``, built with the package)."""
+    from ..driver import CompileOptions, compile_model
+    row: dict[str, Any] = {"model": name}
+    for mode, options in REQUANTIZATIONS.items():
+        folder = os.path.join(workdir, re.sub(r"\W+", "_", name).strip("_") + "_" + mode)
+        info = compile_model(model, folder, CompileOptions(target="c", prefix="net", **options),
+                             command="onnxc compile --target c")
+        inputs = _write_inputs(model, folder)
+        elf = mcu.build_firmware(folder, "net", "cortex-m4f", os.path.join(folder, "net.elf"),
+                                 cmsis_nn=cmsis_nn if mode == "cmsis_nn" else None)
+        run = mcu.run_firmware(elf, "cortex-m4f", inputs, cwd=folder, timeout=1200)
+        row[f"{mode}_instructions"] = run.instructions if run.returncode == 0 and run.instructions else \
+            f"failed: {(run.stdout + run.stderr).strip()[-120:]}"
+        row[f"{mode}_text_bytes"] = mcu.firmware_size(elf)[0]
+        row[f"{mode}_arena_bytes"] = info["arena_bytes"]
+    return row
+
+
+def requantization_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| model | instructions, float requantization (default) | instructions, `--requantize fixed-point` "
+             "| instructions, `--cmsis-nn` | firmware text, fixed point | firmware text, `--cmsis-nn` "
+             "| arena, fixed point | arena, `--cmsis-nn` |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['error']} |" + " |" * 6)
+            continue
+        cells = [r["float_instructions"], r["fixed_point_instructions"], r["cmsis_nn_instructions"],
+                 r["fixed_point_text_bytes"], r["cmsis_nn_text_bytes"], r["fixed_point_arena_bytes"],
+                 r["cmsis_nn_arena_bytes"]]
+        lines.append(f"| {r['model']} | " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _write_inputs(model: onnx.ModelProto, folder: str) -> list[str]:
+    """Random inputs of ``model`` in ``folder``, as the example program reads them: their names."""
     rng = np.random.default_rng(0)
     inputs = []
     for i, value in enumerate(model.graph.input):
@@ -173,13 +260,7 @@ def instructions(model: onnx.ModelProto, folder: str) -> dict[str, Any]:
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         inputs.append(f"input{i}.bin")
         rng.standard_normal(shape).astype(dtype).tofile(os.path.join(folder, inputs[-1]))
-    out: dict[str, Any] = {}
-    for board in mcu.BOARDS:
-        elf = mcu.build_firmware(folder, "net", board, os.path.join(folder, f"net.{board}.elf"))
-        run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
-        out[f"{board}_instructions"] = run.instructions if run.returncode == 0 and run.instructions else \
-            f"failed: {(run.stdout + run.stderr).strip()[-120:]}"
-    return out
+    return inputs
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -245,7 +326,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --tflm: a TFLM source tree with its third-party downloads, built for the boards")
     parser.add_argument("--tflm-build", metavar="DIR",
                         help="where TFLM's objects are kept between runs (default: a temporary folder)")
+    parser.add_argument("--cmsis-nn", metavar="DIR",
+                        help="instead: the int8 models with each requantization and with CMSIS-NN (its folder) "
+                             "on the Cortex-M4F board")
     args = parser.parse_args(argv)
+    if args.cmsis_nn:
+        return _requantization_main(args.cmsis_nn, args.json)
     rows = []
     with tempfile.TemporaryDirectory(prefix="onnxc-footprint-") as workdir:
         for name, build in MODELS.items():
@@ -271,6 +357,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+def _requantization_main(cmsis_nn: str, json_path: str | None) -> int:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="onnxc-requantization-") as workdir:
+        for name, build in INT8_MODELS.items():
+            model = build()
+            if model is None:
+                rows.append({"model": name, "error": "needs onnxruntime (its quantizer)"})
+                continue
+            try:
+                rows.append(requantization_row(name, model, workdir, os.path.abspath(cmsis_nn)))
+            except Exception as e:  # one model's failure is a row, not the end of the table
+                rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"})
+    print(requantization_table(rows))
+    if json_path:
+        os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+        with open(json_path, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=2)
     return 0
 

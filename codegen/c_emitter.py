@@ -21,7 +21,7 @@ from ..compiler.dims import DimDef, num_elements
 from ..compiler.errors import OnnxcError, UnsupportedError
 from ..compiler.ir import Graph, Node, Value, captured_values, free_values, reads
 from ..compiler.ops import _winograd
-from ..compiler.ops._cmsis_nn import CONV_HELPER as CMSIS_NN_HELPER
+from ..compiler.ops._cmsis_nn import HELPER as CMSIS_NN_HELPER
 from . import abi, cexpr, helper_objects, memory, minifloat
 from . import steps as st
 from .kernel import Kernel, KernelContext, Target, TensorRef

@@ -102,7 +102,8 @@ class Target:
     # How those kernels requantize int32 accumulators: "float" (onnxruntime's float32 product,
     # rounded half to even) or "fixed_point" (TFLite's and CMSIS-NN's multiplier and shift).
     requantize: str = "float"
-    # Eligible int8 convolutions call CMSIS-NN (--cmsis-nn, --target c; implies fixed_point).
+    # Eligible int8 convolutions and matrix products call CMSIS-NN (--cmsis-nn, --target c;
+    # implies fixed_point).
     cmsis_nn: bool = False
     # The build may link the system's libraries (image codecs): not a freestanding package.
     system_libraries: bool = True

@@ -742,8 +742,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(onnxruntime's float32 product rounded half to even, default) or fixed-point "
                         "(TFLite's and CMSIS-NN's 31-bit multiplier and shift; the default with --cmsis-nn)")
     p.add_argument("--cmsis-nn", action="store_true",
-                   help="with --target c: int8 Conv and depthwise Conv nodes CMSIS-NN can compute call its "
-                        "kernels (the build links CMSIS-NN: the Makefile's CMSIS_NN names its folder); "
+                   help="with --target c: int8 Conv, depthwise Conv, MatMul and Gemm nodes CMSIS-NN can "
+                        "compute call its kernels (the build links CMSIS-NN: the Makefile's CMSIS_NN names its folder); "
                         "requantization is then fixed-point")
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "

@@ -1,8 +1,8 @@
-"""``--cmsis-nn`` packages: eligible int8 convolutions call CMSIS-NN (the copy pinned in
-tests/third_party/cmsis_nn, its plain C path on this host), and give bit for bit what the same
-package computes with the portable kernels in fixed-point mode (``--requantize fixed-point``,
-itself checked against a numpy model in test_requantize.py). The `cmsis_nn` suite; CI runs one
-case."""
+"""``--cmsis-nn`` packages: eligible int8 convolutions and matrix products call CMSIS-NN (the
+copy pinned in tests/third_party/cmsis_nn, its plain C path on this host), and give bit for bit
+what the same package computes with the portable kernels in fixed-point mode (``--requantize
+fixed-point``, itself checked against a numpy model in test_requantize.py). The `cmsis_nn`
+suite; CI runs one case."""
 from __future__ import annotations
 
 import os
@@ -14,6 +14,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper
 
+from helpers import make_model
 from onnxc.cli import main as cli_main
 from test_embedded import make, package, run_demo, write_inputs
 from test_requantize import CONVS, conv_model
@@ -66,6 +67,118 @@ def test_convolution_through_cmsis_nn_is_the_portable_fixed_point(tmp_path, case
     np.testing.assert_array_equal(cmsis[0], portable[0])
 
 
+# --- fully connected: QLinearMatMul and QGemm with a constant matrix B ----------------------------------
+
+def fc_model(op: str, a_shape: tuple[int, ...], n: int, bias: str = "", per_channel: bool = False,
+             trans_b: bool = False, alpha: float = 1.0, b_zero: int = 0, dtype: int = TP.INT8,
+             seed: int = 0) -> onnx.ModelProto:
+    """One QLinearMatMul or QGemm of A (a_shape, K last) by a constant B (K x N, or N x K with
+    trans_b), scales chosen so that the outputs spread over the int8 range; ``bias``: "" (none),
+    "column" (N), "row" (1 x N) or "scalar" (QGemm's C)."""
+    rng = np.random.default_rng(seed)
+    k = a_shape[-1]
+    np_type = onnx.helper.tensor_dtype_to_np_dtype(dtype)
+    lo, hi = (-127, 128) if dtype == TP.INT8 else (0, 256)
+    b = rng.integers(lo, hi, (n, k) if trans_b else (k, n)).astype(np_type)
+    a_scale, b_scale = np.float32(0.02), np.float32(0.01)
+    scales = rng.uniform(0.5, 2, n if per_channel else ()).astype(np.float32) * b_scale
+    y_scale = np.float32(a_scale * b_scale * 75 * 75 * k ** 0.5 / 40)
+    shift = 0 if dtype == TP.INT8 else 128
+    p = {"as": a_scale, "az": np.array(-7 + shift, np_type), "b": b, "bs": scales, "bz": np.full(np.shape(scales), b_zero + shift, np_type),
+         "ys": y_scale, "yz": np.array(4 + shift, np_type)}
+    if op == "QLinearMatMul":
+        node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+        opsets = {}
+    else:
+        shapes = {"": None, "column": (n,), "row": (1, n), "scalar": ()}
+        inputs = ["a", "as", "az", "b", "bs", "bz", "c" if bias else "", "ys", "yz"]
+        if bias:
+            p["c"] = rng.integers(-20000, 20000, shapes[bias]).astype(np.int32)
+        node = helper.make_node(op, inputs, ["y"], domain="com.microsoft", transB=int(trans_b), alpha=alpha)
+        opsets = {"com.microsoft": 1}
+    initializers = [onnx.numpy_helper.from_array(np.asarray(v), name) for name, v in p.items()]
+    return make_model([node], [("a", dtype, list(a_shape))], [("y", dtype, [*a_shape[:-1], n])], initializers,
+                      opset=13, extra_opsets=opsets)
+
+
+FULLY_CONNECTED = {   # K not a multiple of 4 or 16, N odd, one row and several
+    "matmul_5x37_by_37x13": dict(op="QLinearMatMul", a_shape=(5, 37), n=13),
+    "matmul_batched_2x3x19_by_19x9": dict(op="QLinearMatMul", a_shape=(2, 3, 19), n=9),
+    "matmul_vector_64_by_64x10": dict(op="QLinearMatMul", a_shape=(64,), n=10),
+    "qgemm_per_channel_bias_trans_b": dict(op="QGemm", a_shape=(4, 45), n=11, bias="column", per_channel=True,
+                                           trans_b=True),
+    "qgemm_per_tensor_no_bias_alpha": dict(op="QGemm", a_shape=(3, 33), n=7, alpha=0.5),
+    "qgemm_row_bias_one_row": dict(op="QGemm", a_shape=(1, 50), n=15, bias="row", per_channel=True),
+    "qgemm_scalar_bias": dict(op="QGemm", a_shape=(6, 17), n=5, bias="scalar", trans_b=True),
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.ci_slice) if c == "qgemm_per_channel_bias_trans_b"
+                                  else c for c in sorted(FULLY_CONNECTED)])
+def test_fully_connected_through_cmsis_nn_is_the_portable_fixed_point(tmp_path, case):
+    spec = FULLY_CONNECTED[case]
+    model = fc_model(**spec)
+    cmsis, portable, folder = both_ways(tmp_path, model, random_feeds(model))
+    want = "arm_fully_connected_per_channel_s8" if spec.get("per_channel") else "arm_fully_connected_s8"
+    assert cmsis_calls(folder) == [want]
+    node = "com.microsoft::QGemm ''" if spec["op"] == "QGemm" else "QLinearMatMul ''"
+    assert f"- {node}: CMSIS-NN {want}" in open(os.path.join(folder, "README.md")).read()
+    assert len(cmsis) == len(portable) == 1
+    assert np.unique(portable[0]).size >= min(20, portable[0].size * 2 // 3)   # neither saturated nor constant
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+
+
+def _float_mlp(seed: int = 0) -> onnx.ModelProto:
+    """x (3 x 24) -> Gemm (transB, bias) -> MatMul -> y: for onnxruntime's QDQ quantizer."""
+    rng = np.random.default_rng(seed)
+    w1 = (rng.standard_normal((19, 24)) * 0.3).astype(np.float32)
+    b1 = (rng.standard_normal(19) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((19, 11)) * 0.3).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
+             helper.make_node("MatMul", ["h", "w2"], ["y"])]
+    return make_model(nodes, [("x", TP.FLOAT, [3, 24])], [("y", TP.FLOAT, [3, 11])],
+                      [onnx.numpy_helper.from_array(v, name) for name, v in (("w1", w1), ("b1", b1), ("w2", w2))],
+                      opset=13)
+
+
+def test_qdq_gemm_and_matmul_through_fuse_qdq_call_cmsis_nn(tmp_path):
+    """onnxruntime's QDQ Gemm and MatMul, made QGemm and QLinearMatMul by the fuse_qdq pass."""
+    model = _quantized(_float_mlp())
+    cmsis, portable, folder = both_ways(tmp_path, model, random_feeds(model))
+    assert cmsis_calls(folder) == ["arm_fully_connected_s8"] * 2
+    readme = open(os.path.join(folder, "README.md")).read()
+    assert "- com.microsoft::QGemm '" in readme and "- QLinearMatMul '" in readme
+    assert np.unique(portable[0]).size > 10
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("b_zero", "weights with a nonzero zero point (CMSIS-NN's are symmetric)"),
+    ("uint8", "CMSIS-NN's int8 kernels take int8 A, B and Y (not uint8)"),
+    ("float_output", "a float output (CMSIS-NN's fully connected gives int8)"),
+    ("bias_per_element", "a bias per output element (CMSIS-NN adds one per column)"),
+])
+def test_an_ineligible_matrix_product_keeps_the_portable_kernel_and_says_why(tmp_path, case, reason):
+    if case == "b_zero":
+        model = fc_model("QLinearMatMul", (4, 21), 6, b_zero=3)
+    elif case == "uint8":
+        model = fc_model("QGemm", (4, 21), 6, bias="column", dtype=TP.UINT8)
+    elif case == "float_output":   # (QGemm without y_zero_point gives float32)
+        model = fc_model("QGemm", (4, 21), 6, bias="column")
+        model.graph.node[0].input[:] = list(model.graph.node[0].input[:8])
+        model.graph.output[0].type.tensor_type.elem_type = TP.FLOAT
+    else:
+        model = fc_model("QGemm", (4, 21), 6, bias="row")
+        c = next(t for t in model.graph.initializer if t.name == "c")
+        c.CopyFrom(onnx.numpy_helper.from_array(
+            np.random.default_rng(2).integers(-9000, 9000, (4, 6)).astype(np.int32), "c"))
+    cmsis, portable, folder = both_ways(tmp_path, model, random_feeds(model))
+    assert cmsis_calls(folder) == []
+    assert f"/* portable kernel, not CMSIS-NN: {reason} */" in open(os.path.join(folder, "net.c")).read()
+    assert f"'': portable kernel, not CMSIS-NN: {reason}" in open(os.path.join(folder, "README.md")).read()
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+
+
 def _quantized(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     """``model`` through onnxruntime's static quantizer: QDQ, int8 weights (symmetric) and activations."""
     from onnxc.benchmarks.footprint import quantize_qdq
@@ -73,24 +186,25 @@ def _quantized(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
 
 
 def test_int8_tiny_cnn_through_cmsis_nn_is_the_portable_fixed_point(tmp_path):
-    """The footprint table's int8 tiny CNN: its three convolutions call CMSIS-NN."""
+    """The footprint table's int8 tiny CNN: its three convolutions and its classifier call CMSIS-NN."""
     from onnxc.benchmarks.footprint import int8_cnn
     model = int8_cnn()
     assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 tiny CNN"
     feeds = random_feeds(model)
     cmsis, portable, folder = both_ways(tmp_path, model, feeds)
-    assert cmsis_calls(folder) == ["arm_convolve_wrapper_s8"] * 3
+    assert cmsis_calls(folder) == ["arm_convolve_wrapper_s8"] * 3 + ["arm_fully_connected_s8"]
     np.testing.assert_array_equal(cmsis[0], portable[0])
 
 
 def test_depthwise_separable_cnn_through_cmsis_nn_is_the_portable_fixed_point(tmp_path):
     """The keyword-spotting DS-CNN quantized: a 10x4 stride-2 convolution with asymmetric pads,
-    3x3 depthwise and 1x1 pointwise convolutions."""
+    3x3 depthwise and 1x1 pointwise convolutions, a fully connected classifier."""
     from onnxc.benchmarks.footprint import kws_dscnn
     model = _quantized(kws_dscnn())
     cmsis, portable, folder = both_ways(tmp_path, model, random_feeds(model))
     calls = cmsis_calls(folder)
     assert calls.count("arm_depthwise_conv_wrapper_s8") == 4 and calls.count("arm_convolve_wrapper_s8") == 5, calls
+    assert calls[-1] == "arm_fully_connected_s8", calls
     np.testing.assert_array_equal(cmsis[0], portable[0])
 
 
@@ -145,14 +259,17 @@ def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feed
 
 
 def _board_models() -> dict:
-    from onnxc.benchmarks.footprint import int8_cnn, kws_dscnn
+    from onnxc.benchmarks.footprint import int8_cnn, int8_mlp, kws_dscnn
     return {"depthwise": lambda: conv_model(**CONVS["depthwise_stride_2"])[0],
-            "int8_tiny_cnn": int8_cnn, "int8_kws_dscnn": lambda: _quantized(kws_dscnn())}
+            "fully_connected": lambda: fc_model(**FULLY_CONNECTED["qgemm_per_channel_bias_trans_b"]),
+            "fully_connected_per_tensor": lambda: fc_model(**FULLY_CONNECTED["matmul_5x37_by_37x13"]),
+            "int8_tiny_cnn": int8_cnn, "int8_kws_dscnn": lambda: _quantized(kws_dscnn()), "int8_mlp": int8_mlp}
 
 
 @pytest.mark.mcu
-@pytest.mark.parametrize("name", [pytest.param("depthwise", marks=pytest.mark.ci_slice), "int8_tiny_cnn",
-                                  "int8_kws_dscnn"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.ci_slice) if n in ("depthwise", "fully_connected")
+                                  else n for n in ("depthwise", "fully_connected", "fully_connected_per_tensor",
+                                                   "int8_tiny_cnn", "int8_kws_dscnn", "int8_mlp")])
 def test_on_the_cortex_m4f_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, capsys):
     """CMSIS-NN built for the Cortex-M4 (its DSP path: -mcpu=cortex-m4 defines ARM_MATH_DSP) gives
     the portable fixed-point kernels' bits on the emulated board, and what the host computes."""
@@ -160,9 +277,10 @@ def test_on_the_cortex_m4f_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, 
     from tools import ensure_tools
     ensure_tools(mcu.TOOLS)
     model = _board_models()[name]()
-    assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 tiny CNN"
+    assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 models"
     feeds = random_feeds(model)
     cmsis, cmsis_count = _on_the_board(tmp_path, model, ("--cmsis-nn",), feeds)
+    assert cmsis_calls(str(tmp_path / "cmsis-nn" / "net")), "the package calls CMSIS-NN"
     portable, portable_count = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds)
     np.testing.assert_array_equal(cmsis[0], portable[0])
     host, _, _ = both_ways(tmp_path / "host", model, feeds)

@@ -1,9 +1,14 @@
-"""QLinearConv through CMSIS-NN (``--cmsis-nn``, ``--target c``): an eligible node calls
-``arm_convolve_wrapper_s8`` or ``arm_depthwise_conv_wrapper_s8`` with its weights transposed at
-compile time (OHWI, or 1HWC for depthwise) and its activations transposed around the call (NCHW
-to NHWC and back, in the node's scratch). The requantization is CMSIS-NN's fixed point, which
-the portable kernels compute too in that mode, so both give the same bits. ``conv_reason``
-says why a node is not eligible; it then keeps the portable kernel."""
+"""Int8 convolutions and matrix products through CMSIS-NN (``--cmsis-nn``, ``--target c``).
+
+An eligible QLinearConv calls ``arm_convolve_wrapper_s8`` or ``arm_depthwise_conv_wrapper_s8``
+with its weights transposed at compile time (OHWI, or 1HWC for depthwise) and its activations
+transposed around the call (NCHW to NHWC and back, in the node's scratch). An eligible
+QLinearMatMul or QGemm with a constant matrix B calls ``arm_fully_connected_s8`` (one scale) or
+``arm_fully_connected_per_channel_s8`` (one per column) on B transposed at compile time to
+CMSIS-NN's [N][K]; A's rows and Y's are already where CMSIS-NN reads and writes them. The
+requantization is CMSIS-NN's fixed point, which the portable kernels compute too in that mode,
+so both give the same bits. ``conv_reason`` and ``fc_reason`` say why a node is not eligible; it
+then keeps the portable kernel."""
 from __future__ import annotations
 
 from typing import Optional
@@ -16,7 +21,7 @@ from ..ir import Node
 from . import _quantize as qz
 from ._conv_pool import pads_c, window
 
-CONV_HELPER = "c/helpers/cmsis_nn.c.j2"
+HELPER = "c/helpers/cmsis_nn.c.j2"
 
 
 def conv_reason(node: Node, k: KernelContext) -> Optional[str]:
@@ -77,7 +82,7 @@ def conv_kernel(node: Node, k: KernelContext, scale: qz.OutputScale) -> Kernel:
         "multiplier": scale.multiplier, "shift": scale.shift,
         "buffer_bytes": _conv_buffer_bytes(depthwise, c, kh, kw, win.strides[1], begins[1]),
     }
-    kernel = k.kernel("c/cmsis_nn_conv.c.j2", helpers=(CONV_HELPER,), **data)
+    kernel = k.kernel("c/cmsis_nn_conv.c.j2", helpers=(HELPER,), **data)
     kernel.scratch["x_nhwc"] = n * c * h * wd
     kernel.scratch["y_nhwc"] = n * m * oh * ow
     kernel.scratch["buffer"] = max(data["buffer_bytes"], 1)
@@ -93,3 +98,71 @@ def _conv_buffer_bytes(depthwise: bool, c: int, kh: int, kw: int, stride_w: int,
     cols = kh * kw * c
     aligned = (cols + 3) // 4 * 4
     return max(2 * aligned * 2, 4 * ((cols + 15) // 16) * 16, 2 * c * 2, (kw + pad_w + stride_w) * c * 2)
+
+
+# The matrix products CMSIS-NN's fully connected computes: their y_zero_point and bias inputs.
+FC_INPUTS: dict[str, tuple[int, Optional[int]]] = {"QLinearMatMul": (7, None), "QGemm": (8, 6)}
+
+
+def fc_reason(node: Node, k: KernelContext) -> Optional[str]:
+    """Why CMSIS-NN cannot compute this QLinearMatMul or QGemm (None when it can)."""
+    y_zero, bias = FC_INPUTS[node.op_type]
+    a, b, y = k.input(0), k.input(3), k.out
+    if y.dtype is dt.FLOAT:
+        return "a float output (CMSIS-NN's fully connected gives int8)"
+    if a.dtype is not dt.INT8 or b.dtype is not dt.INT8 or y.dtype is not dt.INT8:
+        return "CMSIS-NN's int8 kernels take int8 A, B and Y (not uint8)"
+    if b.rank != 2:
+        return "B that is not a matrix"
+    if node.attrs.get("transA", 0):
+        return "a transposed A (CMSIS-NN reads A by rows)"
+    if not all(isinstance(d, int) for d in (*a.dims, *b.dims, *y.dims)):
+        return "dims known only at run time"
+    if b.value is None:
+        return "weights that are not constant"
+    b_zero = k.input(5).value
+    if b_zero is None or np.any(np.asarray(b_zero) != 0):
+        return "weights with a nonzero zero point (CMSIS-NN's are symmetric)"
+    if k.input(2).value is None or k.input(y_zero).value is None:
+        return "zero points that are not constant"
+    if bias is not None and k.has_input(bias):
+        if k.input(bias).value is None:
+            return "a bias that is not constant"
+        if k.input(bias).numel not in (1, y.dims[-1]):
+            return "a bias per output element (CMSIS-NN adds one per column)"
+    return None
+
+
+def fully_connected(node: Node, k: KernelContext, scale: Optional[qz.OutputScale]) -> tuple[Optional[Kernel], str]:
+    """The call of CMSIS-NN's fully connected (c/cmsis_nn_fc.c.j2) for an eligible QLinearMatMul or
+    QGemm, else None and the note of the portable kernel that computes it instead."""
+    reason = fc_reason(node, k)
+    if reason is not None:
+        return None, f"portable kernel, not CMSIS-NN: {reason}"
+    assert scale is not None and scale.multiplier is not None and scale.shift is not None, \
+        "internal: --cmsis-nn requantizes in fixed point"
+    y_zero_input, bias_input = FC_INPUTS[node.op_type]
+    a, b, y = k.input(0), k.input(3), k.out
+    n, depth = y.dims[-1], a.dims[-1]
+    weights = np.asarray(b.value, np.int8)
+    if not node.attrs.get("transB", 0):   # B is [K][N]; CMSIS-NN reads one row of K per output column
+        weights = weights.T
+    bias = None
+    if bias_input is not None and k.has_input(bias_input):
+        values = np.asarray(k.input(bias_input).value, np.int32).reshape(-1)
+        bias = k.constant("cmsis_bias", np.ascontiguousarray(np.broadcast_to(values, (n,))))
+    per_channel = k.constants[scale.multiplier].size != 1
+    data = {
+        "per_channel": per_channel, "rows": int(np.prod(y.dims[:-1], dtype=np.int64)), "K": depth, "N": n,
+        "a": a.name, "y": y.name, "a_zero": int(np.asarray(k.input(2).value).reshape(-1)[0]),
+        "y_zero": int(np.asarray(k.input(y_zero_input).value).reshape(-1)[0]),
+        "weights": k.constant("cmsis_weights", np.ascontiguousarray(weights)), "bias": bias,
+        "multiplier": scale.multiplier, "shift": scale.shift,
+        # arm_fully_connected_s8_get_buffer_size: no scratch for plain C and DSP code; Helium's
+        # kernels start from each output's weight sum times A's offset plus the bias (int32).
+        "buffer_bytes": 4 * n,
+    }
+    kernel = k.kernel("c/cmsis_nn_fc.c.j2", helpers=(HELPER,), **data)
+    kernel.scratch["buffer"] = data["buffer_bytes"]
+    kernel.note = "CMSIS-NN " + ("arm_fully_connected_per_channel_s8" if per_channel else "arm_fully_connected_s8")
+    return kernel, ""

@@ -11,6 +11,7 @@ from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..ir import Node
+from . import _cmsis_nn
 from . import _quantize as qz
 from ._elementwise import check_dtype
 from .gemm import gemm_dims
@@ -68,8 +69,17 @@ class QGemm(OpDef):
         a, b, y = k.input(0), k.input(3), k.out
         trans_a, trans_b = node.attrs.get("transA", 0), node.attrs.get("transB", 0)
         alpha = float(node.attrs.get("alpha", 1.0))
-        m, n, kk, checks = gemm_dims(node, a, b, y)
         b_scale = k.input(4)
+        y_scale = k.input(7) if k.has_input(7) else None
+        scale: Optional[qz.OutputScale] = None
+        if k.has_input(8):
+            scale = qz.output_scale(k, k.input(1), b_scale, divisor=y_scale, alpha=alpha)
+        note = ""
+        if k.target.cmsis_nn:   # (before the portable kernel's expressions name their tensors)
+            cmsis, note = _cmsis_nn.fully_connected(node, k, scale)
+            if cmsis is not None:
+                return cmsis
+        m, n, kk, checks = gemm_dims(node, a, b, y)
         column = "j" if b_scale.numel != 1 else "0"
         bias = "0"
         if k.has_input(6):
@@ -77,14 +87,11 @@ class QGemm(OpDef):
             index = "0" if c.numel == 1 else ("r * " + str(cexpr.lit(n)) + " + j" if c.rank == 2 and c.dims[0] != 1
                                              else "j")
             bias = f"(uint32_t){c.name}[{index}]"
-        y_scale = k.input(7) if k.has_input(7) else None
         alpha_c = f"{float(np.float32(alpha))!r}f"
         # (written only where the scales are not constants: built without recording its names)
         runtime = fill("{} * {}[0] * {}[{}]", alpha_c, k.input(1).name, b_scale.name, column) \
             + (fill(" / {}[0]", y_scale.name) if y_scale is not None else "")
-        scale: Optional[qz.OutputScale] = None
         if k.has_input(8):
-            scale = qz.output_scale(k, k.input(1), b_scale, divisor=y_scale, alpha=alpha)
             store = qz.requant("(int32_t)acc", y, f"{k.input(8).name}[0]", scale, column, runtime)
         else:
             float_scale = _output_scale(k, alpha, k.input(1), b_scale, y_scale)
@@ -94,6 +101,7 @@ class QGemm(OpDef):
                               f"j * {cexpr.lit(kk)} + kk" if trans_b else f"kk * {cexpr.lit(n)} + j",
                               f"{k.input(2).name}[0]", f"{k.input(5).name}[{column}]", bias, store)
         kernel.helpers += qz.requant_helpers(scale)
+        kernel.note = note
         return kernel
 
 

@@ -9,6 +9,7 @@ from ...codegen.names import c_string
 from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..ir import Node
+from . import _cmsis_nn
 from . import _gemm
 from . import _quantize as qz
 from ._elementwise import check_dtype
@@ -52,6 +53,11 @@ class QLinearMatMul(OpDef):
         product = qz.round_to(fill("{} * {}", a_scale.load("0"), b_scale.load("0")), ts)
         multiplier = qz.round_to(fill("{} / {}", product, y_scale.load("0")), ts)
         scale = qz.output_scale(k, a_scale, b_scale, divisor=y_scale)
+        note = ""
+        if k.target.cmsis_nn:
+            cmsis, note = _cmsis_nn.fully_connected(node, k, scale)
+            if cmsis is not None:
+                return cmsis
         if k.target.integer_only and b.rank <= 2:
             rows = cexpr.prod(a.dims[:-1])
             kk = a.dims[-1]
@@ -63,6 +69,7 @@ class QLinearMatMul(OpDef):
                                   f"{a_zero.name}[0]", f"{b_zero.name}[0]", "0",
                                   qz.requant("(int32_t)acc", y, f"{y_zero.name}[0]", scale, "0", multiplier))
             kernel.helpers += qz.requant_helpers(scale)
+            kernel.note = note
             return kernel
         requant = qz.requant("(int32_t)y[i]", y, f"{y_zero.name}[0]", scale, "0", multiplier)
         # The matmul kernel's locals are named a, b and y like the spec's tensors: it runs in
@@ -79,6 +86,7 @@ class QLinearMatMul(OpDef):
         kernel.data["aliases"] = [{"const": "const " if t is not y else "", "ctype": t.ctype, "alias": q.name,
                                    "name": t.name} for t, q in ((a, qa), (b, qb), (y, qy))]
         kernel.helpers += qz.requant_helpers(scale) + [qz.ROUND_HELPER]
+        kernel.note = note
         return kernel
 
 
