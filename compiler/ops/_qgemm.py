@@ -21,6 +21,8 @@ from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
 from .. import dtypes as dt
+from ..ir import Node
+from ._conv_pool import affine, axes_data, flat_index, negate, pads_c, row_offset, window
 from .mat_mul import _batch_terms
 
 HELPER = "c/helpers/qgemm.c.j2"
@@ -144,4 +146,74 @@ def matmul_kernel(k: KernelContext, a: TensorRef, b: TensorRef, *, a_zero: str, 
     if y_store is not None:
         kernel.scratch["acc"] = cexpr.mul(y.numel, 4)
     kernel.note = f"8-bit GEMM ({HELPER}){', B packed when compiling' if packed else ''}"
+    return kernel
+
+
+# im2col bytes a band of output rows aims for, and the fewest outputs a band has (as the float
+# convolution's bands, compiler/ops/conv.py: each band streams all the weights once)
+COL_BYTES = 1 << 19
+COL_MIN_WIDTH = 512
+
+
+def conv_kernel(node: Node, k: KernelContext, *, x_zero: str, w_zero: str, bias: str, y_store: Optional[str],
+                checks: Sequence[dict[str, str]] = ()) -> Optional[Kernel]:
+    """The ``c/qconv.c.j2`` kernel of QLinearConv and ConvInteger (X input 0, W the weights
+    ``k.input(1)``): per image and group, im2col of X's bytes (padding holds X's zero point,
+    which contributes nothing) in bands of output rows, the constant W packed when compiling
+    as the GEMM's signed rows, X's bytes as its unsigned columns. x_zero: X's zero point (a C
+    expression); w_zero: one of output channel ``m``; bias: one of ``g`` and ``m``; y_store:
+    of ``acc`` (uint32 sum plus bias) and ``m`` storing to Y, or None for an int32 Y written by
+    the GEMM. None where it does not apply: W not a constant, sizes other than the batch not
+    static, or a depthwise convolution (its GEMMs would have one row)."""
+    x, w, y = k.input(0), k.input(1), k.out
+    group = node.attrs.get("group", 1)
+    rank = x.rank - 2
+    if w.value is None or not all(isinstance(d, int) for d in (*x.dims[1:], *w.dims, *y.dims[1:])):
+        return None
+    m, cg = w.dims[:2]
+    mg = m // group
+    if mg == 1 and cg == 1:
+        return None
+    win = window(node, rank, w.shape[2:], k.unsupported)
+    in_dims, out_dims = x.dims[2:], y.dims[2:]
+    begins, ends = pads_c(win, in_dims, out_dims)
+    kp = int(np.prod(win.kernel))
+    kk = cg * kp
+    size_in, size_out = int(np.prod(in_dims)), int(np.prod(out_dims))
+    direct = all(v == 1 for v in win.kernel + win.strides) and all(p == 0 for p in begins + ends)
+    w_side, x_side = Side.of(w.dtype, signed_side=True), Side.of(x.dtype, signed_side=False)
+    rows_per_group = round_up(mg, MR) * round_up(kk, 4)
+    weights = np.asarray(w.value).reshape(group, mg, kk)
+    packs = [pack_a(wg, w_side.flip, True) for wg in weights]
+    axes = axes_data(win, in_dims, out_dims, begins)
+    for a, axis in enumerate(axes):
+        o_term = [(f"o{a}", win.strides[a])] if a < rank - 1 else []
+        axis["pos"] = affine(*o_term, (f"k{a}", win.dilations[a]), const=negate(begins[a]))
+    inner = int(np.prod(out_dims[1:]))
+    if rank == 1:
+        rows = 1
+    else:
+        rows = min(out_dims[0], max(1, COL_BYTES // max(1, kk * inner), -(-COL_MIN_WIDTH // max(1, inner))))
+    width = size_out if direct else rows * inner
+    data = {
+        "checks": list(checks), "N": cexpr.lit(x.dims[0]), "C": x.dims[1], "M": m, "G": group, "Cg": cg, "Mg": mg,
+        "K": kk, "IN": size_in, "OUT": size_out, "axes": axes, "direct": direct, "rows": rows, "inner": inner,
+        "x": x.name, "y": y.name, "yt": y.ctype,
+        "packed": k.constant("W_qpacked", np.concatenate([p[0] for p in packs])),
+        "sums": k.constant("W_qsums", np.concatenate([p[1] for p in packs])), "group_bytes": rows_per_group,
+        "x_zero": x_zero, "x_flip": x_side.flip, "x_shift": x_side.shift, "w_zero": w_zero, "w_shift": w_side.shift,
+        "bias": bias, "y_store": y_store,
+        "row_index": flat_index(["c"] + [f"k{a}" for a in range(rank)], [cg] + list(win.kernel)),
+        "dst_offset": row_offset(["(o0 - first)"] + [f"o{a}" for a in range(1, rank - 1)], out_dims),
+        "src_offset": row_offset([f"i{a}" for a in range(rank - 1)], in_dims),
+    }
+    kernel = k.kernel("c/qconv.c.j2", helpers=(HELPER,), **data)
+    kernel.scratch["qzw"] = m * 4
+    kernel.scratch["qb"] = b_bytes(width, kk)
+    kernel.scratch["qb_sums"] = width * 4
+    if not direct:
+        kernel.scratch["col"] = kk * width
+    if y_store is not None:
+        kernel.scratch["acc"] = mg * size_out * 4
+    kernel.note = f"8-bit GEMM ({HELPER}), W packed when compiling"
     return kernel
