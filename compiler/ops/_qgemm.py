@@ -194,7 +194,7 @@ def conv_kernel(node: Node, k: KernelContext, *, x_zero: str, w_zero: str, bias:
         rows = 1
     else:
         rows = min(out_dims[0], max(1, COL_BYTES // max(1, kk * inner), -(-COL_MIN_WIDTH // max(1, inner))))
-    width = size_out if direct else rows * inner
+    width = size_out if direct or rank == 1 else rows * inner
     data = {
         "checks": list(checks), "N": cexpr.lit(x.dims[0]), "C": x.dims[1], "M": m, "G": group, "Cg": cg, "Mg": mg,
         "K": kk, "IN": size_in, "OUT": size_out, "axes": axes, "direct": direct, "rows": rows, "inner": inner,
