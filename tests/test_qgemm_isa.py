@@ -23,11 +23,15 @@ HARNESS = r"""
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
+#define ONNXC_PARALLEL_FOR _Pragma("omp parallel for schedule(static) if(onnxc_parallel)")
+#else
+#define ONNXC_PARALLEL_FOR
 #endif
 #define ONNXC_INLINE static inline
 #define ONNXC_HELPER static
 #define ONNXC_THREADS 2
 #define ONNXC_PARALLEL_MIN_MACS 1
+#define ONNXC_PARALLEL_MIN_WORK 1
 %s
 /* in: int64 M, N, K, a_signed, a_src_signed, b_src_signed; A bytes (M x K); B bytes (K x N);
    int32 za[M], zb[N]. out: int32 C (M x N) and the ISA name. */
