@@ -172,11 +172,11 @@ def conv_kernel(node: Node, k: KernelContext, *, x_zero: str, w_zero: str, bias:
         return None
     m, cg = w.dims[:2]
     mg = m // group
-    if mg == 1 and cg == 1:
-        return None
     win = window(node, rank, w.shape[2:], k.unsupported)
     in_dims, out_dims = x.dims[2:], y.dims[2:]
     begins, ends = pads_c(win, in_dims, out_dims)
+    if mg == 1 and cg == 1:
+        return _depthwise(k, win, begins, x_zero=x_zero, w_zero=w_zero, bias=bias, y_store=y_store, checks=checks)
     kp = int(np.prod(win.kernel))
     kk = cg * kp
     size_in, size_out = int(np.prod(in_dims)), int(np.prod(out_dims))
@@ -216,4 +216,28 @@ def conv_kernel(node: Node, k: KernelContext, *, x_zero: str, w_zero: str, bias:
     if y_store is not None:
         kernel.scratch["acc"] = mg * size_out * 4
     kernel.note = f"8-bit GEMM ({HELPER}), W packed when compiling"
+    return kernel
+
+
+def _depthwise(k: KernelContext, win, begins: Sequence[CExpr], *, x_zero: str, w_zero: str, bias: str,
+               y_store: Optional[str], checks: Sequence[dict[str, str]]) -> Optional[Kernel]:
+    """The ``c/qconv_depthwise.c.j2`` kernel of a 2-D depthwise convolution with static sizes
+    (but the batch) and pads of at least 0, or None."""
+    x, w, y = k.input(0), k.input(1), k.out
+    if win.rank != 2 or any(not isinstance(b, int) or b < 0 for b in begins):
+        return None
+    (h, wd), (oh, ow) = x.dims[2:], y.dims[2:]
+    ph = (oh - 1) * win.strides[0] + win.extent(0)
+    pw = (ow - 1) * win.strides[1] + win.extent(1)
+    pws = -(-pw // win.strides[1])   # columns of each stride phase
+    data = {"checks": list(checks), "N": cexpr.lit(x.dims[0]), "C": x.dims[1], "H": h, "W": wd, "IN": h * wd,
+            "OH": oh, "OW": ow, "OUT": oh * ow, "KH": win.kernel[0], "KW": win.kernel[1],
+            "KK": win.kernel[0] * win.kernel[1], "SH": win.strides[0], "SW": win.strides[1],
+            "DH": win.dilations[0], "DW": win.dilations[1], "PT": begins[0], "PL": begins[1], "PH": ph, "PWS": pws,
+            "x": x.name, "w": w.name, "y": y.name, "xt": x.ctype, "yt": y.ctype,
+            "x_zero": x_zero, "w_zero": w_zero, "bias": bias, "y_store": y_store}
+    kernel = k.kernel("c/qconv_depthwise.c.j2", **data)
+    kernel.scratch["plane"] = k.target.threads * win.strides[1] * ph * pws * 2
+    kernel.scratch["row"] = k.target.threads * ow * 4
+    kernel.note = "direct int8 depthwise convolution"
     return kernel

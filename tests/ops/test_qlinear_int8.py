@@ -33,8 +33,8 @@ def ints(rng, dtype, shape, spread: int = 0) -> np.ndarray:
     return rng.integers(info.min, info.max + 1, shape).astype(dtype)
 
 
-def assert_exact(model, feeds, threads: int = 1) -> None:
-    """onnxc's outputs equal onnxruntime's, and the build took the 8-bit GEMM."""
+def assert_exact(model, feeds, threads: int = 1, kernel: str = "onnxc_qgemm(") -> None:
+    """onnxc's outputs equal onnxruntime's, and the build took the 8-bit GEMM (or ``kernel``)."""
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = threads
     sess = onnxc.InferenceSession(model.SerializeToString(), so)
@@ -43,7 +43,7 @@ def assert_exact(model, feeds, threads: int = 1) -> None:
         assert got.dtype == expected.dtype and got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
     sources = "".join(open(f).read() for f in glob.glob(os.path.join(sess.artifact_dir, "model*.c")))
-    assert "onnxc_qgemm(" in sources
+    assert kernel in sources
 
 
 CONV_CASES = {
@@ -89,11 +89,7 @@ def test_qlinear_conv(case, per_channel, bias):
                        [("y", ONNX_TYPE[xt], ["N", m] + [None] * rank)], inits, opset=10)
     for n, threads in ((1, 1), (2, 2)):
         feeds = {"x": ints(rng, xt, [n, c, *image])}
-        if group == c and m // group == 1:   # depthwise: its own direct loops, not the GEMM
-            got = onnxc.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
-            np.testing.assert_array_equal(got, run_ort(model, feeds)[0])
-        else:
-            assert_exact(model, feeds, threads)
+        assert_exact(model, feeds, threads, "direct int8 depthwise" if group == c and m == c else "onnxc_qgemm(")
 
 
 def test_qlinear_conv_big_enough_for_two_threads():
