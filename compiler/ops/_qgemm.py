@@ -22,7 +22,7 @@ from ...codegen.kernel import Kernel, KernelContext, TensorRef
 from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
-from ._conv_pool import affine, axes_data, flat_index, negate, pads_c, row_offset, window
+from ._conv_pool import Window, affine, axes_data, flat_index, negate, pads_c, row_offset, window
 from .mat_mul import _batch_terms
 
 HELPER = "c/helpers/qgemm.c.j2"
@@ -219,7 +219,7 @@ def conv_kernel(node: Node, k: KernelContext, *, x_zero: str, w_zero: str, bias:
     return kernel
 
 
-def _depthwise(k: KernelContext, win, begins: Sequence[CExpr], *, x_zero: str, w_zero: str, bias: str,
+def _depthwise(k: KernelContext, win: Window, begins: Sequence[CExpr], *, x_zero: str, w_zero: str, bias: str,
                y_store: Optional[str], checks: Sequence[dict[str, str]]) -> Optional[Kernel]:
     """The ``c/qconv_depthwise.c.j2`` kernel of a 2-D depthwise convolution with static sizes
     (but the batch) and pads of at least 0, or None."""
