@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx
+import onnx.version_converter
 from onnx import TensorProto, helper, numpy_helper
 
 from .builder import GraphBuilder
@@ -292,6 +293,52 @@ def _detect(b: GraphBuilder, x: str, channels: int, side: int, anchors: int, cla
     return b.op("Sigmoid", [b.op("Transpose", [y], perm=[0, 1, 3, 2])])
 
 
+# --- int8 models, made by onnxruntime's quantization tools ---------------------------------------------------
+
+CALIBRATION_SEEDS = (100, 101, 102, 103)
+
+
+def ort_quantized(base: BenchModel, mode: str) -> onnx.ModelProto:
+    """``base`` as onnxruntime's tools quantize it, with the corpus's settings
+    (benchmarks/corpus/quantized.py, whose base models need torch exports): ``static``,
+    quantize_static in the QDQ format, int8 activations and per-channel int8 weights, calibrated
+    on the base's feeds of a few seeds; ``dynamic``, quantize_dynamic with int8 weights."""
+    import tempfile
+
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+    model = base.build()
+    if mode == "static" and _default_opset(model) < 13:
+        # (per-channel DequantizeLinear takes an axis from opset 13 on; the light zoo is older)
+        model = onnx.version_converter.convert_version(model, 13)
+    with tempfile.TemporaryDirectory() as folder:
+        source, prepared, target = (os.path.join(folder, f) for f in ("model.onnx", "pre.onnx", "int8.onnx"))
+        onnx.save(model, source)
+        quant_pre_process(source, prepared, skip_symbolic_shape=True)
+        if mode == "dynamic":
+            quantize_dynamic(prepared, target, weight_type=QuantType.QInt8)
+        else:
+            feeds = iter([base.feed(model, seed) for seed in CALIBRATION_SEEDS])
+
+            class Calibration:
+                def get_next(self) -> Feed | None:
+                    return next(feeds, None)
+
+            quantize_static(prepared, target, Calibration(), quant_format=QuantFormat.QDQ,
+                            activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True)
+        return onnx.load(target)
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+
+
+def _int8(base: BenchModel, mode: str) -> BenchModel:
+    """A registry entry of ``base`` quantized; it is fed as ``base`` is (quantization renames weights)."""
+    return BenchModel(f"{base.name}_int8_{mode}", lambda: ort_quantized(base, mode),
+                      lambda model, seed=1: base.feed(base.build(), seed))
+
+
 # --- the registry -------------------------------------------------------------------------------------------
 
 def _light(name: str) -> BenchModel:
@@ -306,6 +353,9 @@ MODELS: list[BenchModel] = [
     BenchModel("yolo_detector", yolo_detector, random_feed),
     *(_light(name) for name in LIGHT_ZOO),
 ]
+MODELS += [_int8(_light("light_resnet50"), "static"), _int8(_light("light_shufflenet"), "static"),
+           _int8(BenchModel("bert_encoder", bert_encoder, bert_feed), "dynamic"),
+           _int8(BenchModel("bert_encoder", bert_encoder, bert_feed), "static")]
 
 
 def select(names: list[str] | None, quick_only: bool = False) -> list[BenchModel]:

@@ -19,6 +19,7 @@ from .templates import render
 # Helpers built as objects: template -> the helpers whose declarations its unit needs first.
 SHARED: dict[str, tuple[str, ...]] = {
     "c/helpers/gemm.c.j2": (),
+    "c/helpers/qgemm.c.j2": (),
     "c/helpers/winograd_f2.c.j2": ("c/helpers/gemm.c.j2",),
     "c/helpers/winograd_f4.c.j2": ("c/helpers/gemm.c.j2",),
 }

@@ -99,6 +99,9 @@ class Target:
     # Quantized kernels (QLinearConv, QLinearMatMul, QGemm) in integer arithmetic only, reading
     # int8 weights in place without converted copies: no float unit needed (``--target c``).
     integer_only: bool = False
+    # Quantized matrix products and convolutions through the 8-bit GEMM helper
+    # (c/helpers/qgemm.c.j2: VNNI where the build has it): native builds, not packages or CUDA.
+    int8_gemm: bool = False
     # How those kernels requantize int32 accumulators: "float" (onnxruntime's float32 product,
     # rounded half to even) or "fixed_point" (TFLite's and CMSIS-NN's multiplier and shift).
     requantize: str = "float"

@@ -291,6 +291,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
                     and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded,
+                    int8_gemm=not embedded and not cuda,
                     system_libraries=not embedded, cmsis_nn=options.cmsis_nn,
                     requantize="fixed_point" if options.cmsis_nn else options.requantize)
     emitter = CudaEmitter if cuda else CEmitter

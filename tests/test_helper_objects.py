@@ -268,7 +268,7 @@ def test_packages_and_cuda_builds_keep_their_helpers_in_their_source():
 def test_every_shared_helper_unit_names_its_file():
     assert helper_objects.unit_name("c/helpers/gemm.c.j2") == "helpers_gemm.c"
     assert {helper_objects.unit_name(h) for h in helper_objects.SHARED} == {
-        "helpers_gemm.c", "helpers_winograd_f2.c", "helpers_winograd_f4.c"}
+        "helpers_gemm.c", "helpers_qgemm.c", "helpers_winograd_f2.c", "helpers_winograd_f4.c"}
 
 
 def test_units_get_o2_with_the_vectorizer_of_o3_and_helper_objects_o3():

@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
+import onnxc
 from helpers import make_model, run_onnxc, run_ort
 from onnxc.codegen.templates import render
 from onnxc.compiler import frontend
@@ -147,10 +148,11 @@ def test_fuse_qdq_makes_the_quantized_ops():
     # the weights stay int8, the biases int32
     conv = graph.nodes[1]
     assert conv.inputs[3].const.dtype == np.int8 and conv.inputs[8].const.dtype == np.int32
-    # not on the host by default: the float kernels are faster there
-    graph = frontend.build_graph(frontend.load_model(qdq_net()))
-    run_pipeline(graph, check=True)
-    assert "QLinearConv" not in [n.op_type for n in graph.nodes]
+    # on the host too (the 8-bit GEMM computes them), but not for CUDA (float kernels there)
+    for target, fused in (("native", True), ("cuda", False)):
+        graph = frontend.build_graph(frontend.load_model(qdq_net()))
+        run_pipeline(graph, check=True, target=target)
+        assert ("QLinearConv" in [n.op_type for n in graph.nodes]) == fused, target
 
 
 def test_fuse_qdq_leaves_what_it_cannot_express():
@@ -185,6 +187,20 @@ def test_qdq_package_is_integer_and_matches_onnxruntime(tmp_path, int8_io):
     np.testing.assert_array_equal(got[0].astype(expected.dtype), expected.reshape(-1))
     weights = open(os.path.join(folder, "qnet_weights.c")).read()
     assert "const int8_t qnet_w_" in weights and "const float qnet_w_" not in weights
+
+
+@pytest.mark.parametrize("int8_io", [False, True], ids=["float_io", "int8_io"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_qdq_network_on_the_host_matches_onnxruntime_exactly(int8_io, threads):
+    """The native build of a QDQ network runs the quantized ops onnxruntime's optimizer makes
+    (the 8-bit GEMM under QLinearConv, QGemm and QLinearMatMul): the same values, bit for bit."""
+    model = qdq_net(int8_io)
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    sess = onnxc.InferenceSession(model.SerializeToString(), so)
+    for seed in (1, 2, 3):
+        feeds = feeds_for(model, seed)
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], run_ort(model, feeds)[0])
 
 
 def test_int8_package_needs_no_float_unit(tmp_path):

@@ -6,6 +6,7 @@ from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
+from . import _qgemm
 from ._conv_pool import conv_shape
 from ._elementwise import check_dtype
 from .conv import conv_kernel
@@ -53,6 +54,10 @@ class ConvInteger(OpDef):
                 w_zero = f"(int32_t){zp.name}[m]"
             else:
                 w_zero = f"(int32_t){zp.name}[0]"
+        if k.target.int8_gemm:
+            kernel = _qgemm.conv_kernel(node, k, x_zero=x_zero, w_zero=w_zero, bias="0", y_store=None, checks=checks)
+            if kernel is not None:
+                return kernel
         return conv_kernel(node, k, _gemm.UINT32, x_load=f"(uint32_t)((int32_t){{}} - {x_zero})", x_native=False,
                            w_load=f"(uint32_t)((int32_t){w.name}[m * {{K}} + i] - {w_zero})", bias="0",
                            y_store=None, checks=checks)

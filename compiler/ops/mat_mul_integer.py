@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from typing import Optional
+
 from ...codegen import cexpr
 from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
+from . import _qgemm
 from ._elementwise import check_dtype
 from .mat_mul import matmul_kernel, matmul_shape
 from .registry import InferContext, OpDef, register
@@ -31,6 +34,10 @@ class MatMulInteger(OpDef):
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         a, b = k.input(0), k.input(1)
+        if k.target.int8_gemm:
+            kernel = self.int8_gemm(k)
+            if kernel is not None:
+                return kernel
         a_zero = b_zero = "0"
         if k.has_input(2):
             zp = k.input(2)
@@ -46,6 +53,27 @@ class MatMulInteger(OpDef):
             b_zero = f"(int32_t){zp.name}[{index}]"
         return matmul_kernel(k, _gemm.UINT32, a_load=f"(uint32_t)((int32_t){a.name}[row * {{K}} + k] - {a_zero})",
                              b_load=f"(uint32_t)((int32_t){b.name}[i] - {b_zero})", y_store=None)
+
+
+    @staticmethod
+    def int8_gemm(k: KernelContext) -> Optional[Kernel]:
+        """The 8-bit GEMM's kernel (compiler/ops/_qgemm.py), or None for zero points per row of A
+        or per batch, which it does not take."""
+        a, b = k.input(0), k.input(1)
+        a_zero, b_zero, count = "0", "0", 1
+        if k.has_input(2):
+            zp = k.input(2)
+            if _zero_point_kind(zp.shape, a.shape, row=True) != "scalar":
+                return None
+            a_zero = f"(int32_t){zp.name}[0]"
+        if k.has_input(3):
+            zp = k.input(3)
+            kind = _zero_point_kind(zp.shape, b.shape, row=False)
+            if kind == "full":
+                return None
+            count = 1 if kind == "scalar" else zp.dims[0]
+            b_zero = f"(int32_t){zp.name}[{'0' if kind == 'scalar' else 'j'}]"
+        return _qgemm.matmul_kernel(k, a, b, a_zero=a_zero, b_zero=b_zero, b_zero_count=count, y_store=None)
 
 
 def _zero_point_kind(zp: tuple, x: tuple, row: bool):

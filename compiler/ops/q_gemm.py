@@ -11,7 +11,7 @@ from ...codegen.kernel import Kernel, KernelContext
 from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..ir import Node
-from . import _cmsis_nn
+from . import _cmsis_nn, _qgemm
 from . import _quantize as qz
 from ._elementwise import check_dtype
 from .gemm import gemm_dims
@@ -96,6 +96,13 @@ class QGemm(OpDef):
         else:
             float_scale = _output_scale(k, alpha, k.input(1), b_scale, y_scale)
             store = "(float)(int32_t)acc * " + (f"{float_scale}[{column}]" if float_scale else f"({runtime})")
+        if k.target.int8_gemm:
+            kernel = _qgemm.matmul_kernel(k, a, b, a_zero=f"(int32_t){k.input(2).name}[0]",
+                                          b_zero=f"(int32_t){k.input(5).name}[{column}]",
+                                          b_zero_count=b_scale.numel, y_store=store, bias=bias,
+                                          trans_a=bool(trans_a), trans_b=bool(trans_b), checks=checks)
+            kernel.helpers += qz.requant_helpers(scale)
+            return kernel
         kernel = qgemm_direct(k, checks, m, n, kk,
                               f"kk * {cexpr.lit(m)} + r" if trans_a else f"r * {cexpr.lit(kk)} + kk",
                               f"j * {cexpr.lit(kk)} + kk" if trans_b else f"kk * {cexpr.lit(n)} + j",

@@ -9,6 +9,7 @@ from ...codegen.uses import fill
 from .. import dtypes as dt
 from ..ir import Node
 from . import _gemm
+from . import _qgemm
 from . import _cmsis_nn
 from . import _quantize as qz
 from ._conv_pool import affine, axes_data, conv_shape, flat_index, negate, pads_c, per_group, window
@@ -97,9 +98,16 @@ class QLinearConv(OpDef):
                 kernel.helpers += qz.requant_helpers(scale)
                 kernel.note = note
                 return kernel
-        channel = f"g * {cexpr.lit(mg)} + i / {cexpr.lit(out)}"
         operands = KernelContext(node, [x, w], k.outputs, k.dim, k.data_dims, k.target, k.uses)
         operands.constants = k.constants
+        if k.target.int8_gemm:
+            kernel = _qgemm.conv_kernel(node, operands, x_zero=param(2, ""), w_zero=param(5, "m"),
+                                        bias=bias.format(channel=f"g * {cexpr.lit(mg)} + m"),
+                                        y_store=store("acc", f"g * {cexpr.lit(mg)} + m"), checks=checks)
+            if kernel is not None:
+                kernel.helpers += qz.requant_helpers(scale)
+                return kernel
+        channel = f"g * {cexpr.lit(mg)} + i / {cexpr.lit(out)}"
         kernel = conv_kernel(node, operands, _gemm.UINT32,
                              x_load=f"(uint32_t)((int32_t){{}} - (int32_t){param(2, '')})", x_native=False,
                              w_load=f"(uint32_t)((int32_t){w.name}[m * {{K}} + i] - (int32_t){param(5, 'm')})",

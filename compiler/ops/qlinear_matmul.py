@@ -11,6 +11,7 @@ from .. import dtypes as dt
 from ..ir import Node
 from . import _cmsis_nn
 from . import _gemm
+from . import _qgemm
 from . import _quantize as qz
 from ._elementwise import check_dtype
 from .mat_mul import matmul_kernel, matmul_shape
@@ -70,6 +71,13 @@ class QLinearMatMul(OpDef):
                                   qz.requant("(int32_t)acc", y, f"{y_zero.name}[0]", scale, "0", multiplier))
             kernel.helpers += qz.requant_helpers(scale)
             kernel.note = note
+            return kernel
+        if k.target.int8_gemm:
+            kernel = _qgemm.matmul_kernel(k, a, b, a_zero=f"(int32_t){a_zero.name}[0]",
+                                          b_zero=f"(int32_t){b_zero.name}[0]", b_zero_count=1, checks=checks,
+                                          y_store=qz.requant("(int32_t)acc", y, f"{y_zero.name}[0]", scale, "0",
+                                                             multiplier))
+            kernel.helpers += qz.requant_helpers(scale) + [qz.ROUND_HELPER]
             return kernel
         requant = qz.requant("(int32_t)y[i]", y, f"{y_zero.name}[0]", scale, "0", multiplier)
         # The matmul kernel's locals are named a, b and y like the spec's tensors: it runs in

@@ -39,11 +39,12 @@ LOWERINGS: dict[str, int] = {
 }
 
 # Passes that run only for some targets ("native": this machine's shared library; "c": a
-# freestanding source package). fuse_qdq keeps int8 weights and integer arithmetic, which a
-# microcontroller needs; on the host onnxc's float kernels on the dequantized weights are
-# faster than its integer ones (the int8 tiny CNN: 148 against 196 us).
+# freestanding source package). fuse_qdq keeps int8 weights and integer arithmetic: what a
+# microcontroller needs, and on the host the 8-bit GEMM (c/helpers/qgemm.c.j2) that computes
+# the same integers as onnxruntime's QDQ kernels; CUDA builds run the float kernels on the
+# dequantized weights.
 TARGETS: dict[str, tuple[str, ...]] = {
-    "fuse_qdq": ("c",),
+    "fuse_qdq": ("c", "native"),
 }
 
 
