@@ -67,9 +67,15 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
+# Listed because the expected outputs are random draws: compiled code matches them by chance at
+# times (a few Bernoulli draws of a small output), which says nothing about a fix.
+CHANCE = "draws from numpy's global random state"
+
+
 def run_listed_case(name: str, case: Any, workdir: str, reason: str | None, listed_in: str) -> None:
     """Runs a case against its expected-failures entry: a listed case must fail (it xfails with
-    its reason), and one that passes while listed fails the test, so the list only shrinks."""
+    its reason), and one that passes while listed fails the test, so the list only shrinks
+    (except a case listed for random draws, which can match by chance)."""
     import pytest
     try:
         run_case(case, workdir)
@@ -77,7 +83,7 @@ def run_listed_case(name: str, case: Any, workdir: str, reason: str | None, list
         if reason is not None:
             pytest.xfail(reason)
         raise
-    if reason is not None:
+    if reason is not None and CHANCE not in reason:
         pytest.fail(f"{name} passes now but is listed in {listed_in} ({reason}): remove it", pytrace=False)
 
 
