@@ -131,6 +131,10 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     if sgemm and direct and group == 1 and k.target.prepack and w.value is not None and size_out == 1 \
             and isinstance(kk, int) and isinstance(m, int):
         return _one_pixel_pointwise(k, checks, epilogue)
+    if sgemm and not depthwise and group == 1 and k.target.prepack and w.value is not None:
+        kernel = _small_map(k, win, begins, checks, epilogue)
+        if kernel is not None:
+            return kernel
     packed = None
     mr = k.target.gemm_mr
     if sgemm and not depthwise and k.target.prepack and w.value is not None and all(
@@ -271,6 +275,68 @@ def _one_pixel_pointwise(k: KernelContext, checks: list[dict[str, str]], epilogu
             "residual": epilogue["residual"]}
     kernel = k.kernel("c/conv_one_pixel.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, n, m, c, few_rows_unpacked=True, target=k.target)
+    return kernel
+
+
+# Output positions of a small map per GEMM row block: images are stacked until their
+# positions fill about this many rows of Y^T (a few micro-kernel row panels).
+SMALL_MAP_ROWS = 96
+SMALL_MAP_PATCH_FLOATS = 1 << 18
+SMALL_MAP_TABLE = 1 << 14     # entries of the positions-by-taps offset table, at most
+
+
+def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
+               epilogue: dict[str, Any]) -> Optional[Kernel]:
+    """The ``c/conv_small_map.c.j2`` kernel of a float32 Conv (any rank, one group, constant
+    weights, static sizes but the batch, pads of at least 0) whose output maps have fewer
+    positions than half the GEMM tile's width: the GEMM over positions (W times im2col) would
+    compute mostly padding in every tile (a 4-position map fills 4 of a tile's 32 columns on
+    AVX-512). The images' positions become the rows instead, Y^T = patches W^T, with W^T packed
+    at compile time as the GEMM's B and the output channels as its columns: images are stacked
+    until their positions fill SMALL_MAP_ROWS rows, and each block is written back to Y's
+    layout. None where it does not apply."""
+    x, w, y = k.input(0), k.input(1), k.out
+    if not static_but_batch(k.target, x.dims, y.dims, w.dims, begins) or min(begins) < 0:
+        return None
+    in_dims, out_dims = list(x.dims[2:]), list(y.dims[2:])
+    positions = int(np.prod(out_dims, dtype=np.int64))
+    if positions * 2 > k.target.gemm_nr or (positions == 1 and all(v == 1 for v in win.kernel)):
+        return None
+    n, c, m = x.dims[0], x.dims[1], w.dims[0]
+    taps = int(np.prod(win.kernel, dtype=np.int64))
+    kk = c * taps
+    # src[o][t]: offset, within an input channel, of the value tap t of output position o
+    # reads (-1: padding)
+    in_strides = [int(np.prod(in_dims[a + 1:], dtype=np.int64)) for a in range(win.rank)]
+    src = []
+    for o in np.ndindex(*out_dims):
+        row = []
+        for t in np.ndindex(*win.kernel):
+            pos = [o[a] * win.strides[a] + t[a] * win.dilations[a] - begins[a] for a in range(win.rank)]
+            inside = all(0 <= p < d for p, d in zip(pos, in_dims))
+            row.append(sum(p * s for p, s in zip(pos, in_strides)) if inside else -1)
+        src.append(row)
+    # Where no tap reads padding, offsets are a position's first plus a tap's: two short lists.
+    base = [row[0] for row in src] if all(v >= 0 for row in src for v in row) else None
+    tap = [v - src[0][0] for v in src[0]] if base is not None else None
+    in_size = int(np.prod(in_dims, dtype=np.int64))
+    if in_size >= 2 ** 31 or positions * taps > SMALL_MAP_TABLE:
+        return None
+    # (and the patches of a block within about a megabyte, whatever the channels)
+    images = max(1, min(SMALL_MAP_ROWS // positions, SMALL_MAP_PATCH_FLOATS // (positions * kk)))
+    if isinstance(n, int):
+        images = min(images, n)
+    rows = images * positions
+    weights = np.asarray(w.value, np.float32).reshape(m, kk)
+    packed = k.constant("W_columns", _gemm.pack_cols(np.ascontiguousarray(weights.T), k.target.gemm_nr))
+    data = {"checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "K": kk, "S": positions, "T": taps,
+            "IN": in_size, "NB": images, "src": src, "base": base, "tap": tap, "packed": packed,
+            "x_ptr": x.name, "y_ptr": y.name, "bias_ptr": k.input(2).name if k.has_input(2) else "NULL",
+            "epi": epilogue, "residual": epilogue["residual"]}
+    kernel = k.kernel("c/conv_small_map.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel.scratch["patches"] = rows * kk * 4
+    kernel.scratch["product"] = rows * m * 4
+    kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, rows, m, kk, few_rows_unpacked=True, target=k.target)
     return kernel
 
 

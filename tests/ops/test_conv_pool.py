@@ -298,6 +298,44 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered, split):
     assert "Winograd" not in im2col
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("x_shape, w_shape, attrs", [
+    (["batch", 129, 4], [128, 129, 3], {"pads": [1, 1]}),                  # silero's encoder: 4 positions, padding
+    (["batch", 1, 640], [66, 1, 256], {"strides": [128]}),                 # an STFT as a convolution, no padding
+    ([50, 16, 7, 7], [40, 16, 3, 3], {"strides": [4, 4], "pads": [1, 1, 1, 1]}),   # 2x2 maps, blocks of 24 images
+    ([3, 8, 5, 4, 4], [12, 8, 3, 2, 2], {"strides": [2, 2, 2], "pads": [1, 0, 1, 0, 0, 0]}),  # 3-D
+    ([5, 6, 3, 3], [9, 6, 3, 3], {"auto_pad": "VALID"}),                   # one position of a 3x3 kernel
+])
+def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape, w_shape, attrs):
+    """A map of fewer positions than half a GEMM tile's width: the images' positions become the
+    GEMM's rows and the output channels its columns (Y^T = patches W^T), blocks of images at a
+    time, written back to Y's layout; the fused residual and activation land where they belong."""
+    w = randn(w_shape) * 0.3
+    rank = len(w_shape) - 2
+    batch = 32 if x_shape[0] == "batch" else x_shape[0]
+    x = randn([batch, *x_shape[1:]])
+    out = [m for m in run_ort(make_model([node("Conv", ["X", "W"], "Y", **attrs)], [("X", TP.FLOAT, x.shape)],
+                                         [("Y", TP.FLOAT, [None] * (rank + 2))],
+                                         initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel())]),
+                                 {"X": x})][0].shape
+    b = randn([w_shape[0]])
+    model = make_model([node("Conv", ["X", "W", "B"], "C", **attrs), node("Add", ["C", "Z"], "S"),
+                        node("Relu", ["S"], "Y")],
+                       [("X", TP.FLOAT, x_shape), ("Z", TP.FLOAT, [x_shape[0], *out[1:]])],
+                       [("Y", TP.FLOAT, [None] * (rank + 2))],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.add_session_config_entry("session.onnxc.march", AVX2_MARCH)   # 16-column tiles: maps of up to 8 positions
+    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        assert "scratch_patches" in f.read()
+    for n in (batch, 1) if x_shape[0] == "batch" else (batch,):   # (a free batch: any count of blocks)
+        feed = {"X": x[:n], "Z": randn([n, *out[1:]])}
+        assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+
+
 def test_conv_large_channels_use_gemm_tiles():
     x, w = randn([1, 24, 20, 19]), randn([37, 24, 3, 3])
     model = make_model([node("Conv", ["X", "W"], "Y", pads=[1, 1, 1, 1])],
