@@ -64,6 +64,8 @@ CONFIG_KEYS = {
     # onnxc's own keys
     MARCH_KEY: "the CPU the code is compiled for: a -march value (x86-64-v3, x86-64-v4, skylake-avx512, "
                "...), 'native' (the default: this machine) or '' (portable C)",
+    "session.onnxc.specialise_shapes": "a model with symbolic dims past the batch is also built for the input "
+                                       "shapes it runs at: 'background' (the default), 'sync' or 'off'",
 }
 
 

@@ -25,7 +25,7 @@ from .options import (MARCH_KEY, Env, ExecutionMode, GraphOptimizationLevel, Run
                       usable_cores)
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
-from .specialise import SpecialisingModel
+from .specialise import SHAPES_ENV, SHAPES_KEY, SHAPES_MODES, ShapeTiers, SpecialisingModel, specialises_shapes
 
 log = logging.getLogger("onnxc")
 
@@ -181,14 +181,48 @@ class InferenceSession:
                 self._log.warning("CUDA build refused, running on the CPU: %s", e)
                 self._providers, self._cuda = [CPU], None
                 folder = self._compile_cached(source, self._compile_options())
-        self._model = self._open(folder)
+        self._model: CompiledModel | SpecialisingModel | ShapeTiers = self._open(folder)
         self._folder = folder
+        self._tier_shapes()
         limit = (self._cuda or {}).get("gpu_mem_limit", 0)
         if self._cuda is not None and limit and isinstance(self._model, CompiledModel):
             need = int(self._model.manifest["arena_bytes"]) + os.path.getsize(os.path.join(folder, "weights.bin"))
             if need > limit:
                 raise RuntimeFailure(f"CUDAExecutionProvider: the model needs {need} bytes of device memory "
                                      f"(arena and weights), over gpu_mem_limit {limit}")
+
+    def _tier_shapes(self) -> None:
+        """A model with symbolic dims past the batch gets builds for the input shapes it runs at
+        (runtime/specialise.py, ShapeTiers): session.onnxc.specialise_shapes = background (the
+        default, or the ONNXC_SPECIALISE_SHAPES environment variable's value), sync or off."""
+        mode = self._sess_options._config.get(SHAPES_KEY, os.environ.get(SHAPES_ENV) or "background")
+        if mode not in SHAPES_MODES:
+            where = SHAPES_KEY if SHAPES_KEY in self._sess_options._config else SHAPES_ENV
+            raise InvalidArgument(f"{where}={mode!r}: expected one of {', '.join(SHAPES_MODES)}")
+        held = self._model_path is not None and os.path.isdir(self._model_path)
+        if mode == "off" or held or self._cuda is not None or self._sess_options.enable_profiling \
+                or not isinstance(self._model, CompiledModel) or not specialises_shapes(self._model.inputs):
+            return
+        source, names = self._source, [i["name"] for i in self._model.inputs]
+        digest: list[str] = []
+
+        def options(signature: tuple) -> CompileOptions:
+            return dataclasses.replace(self._compile_options(), input_shapes=tuple(zip(names, signature)))
+
+        def lookup(signature: tuple) -> Optional[str]:
+            if not digest:
+                digest.append(cache.model_digest(source))
+            opts = options(signature)
+            folder = os.path.join(cache.cache_root(), cache.artifact_key(digest[0], opts.key(),
+                                                                         opts.toolchain().identity()))
+            return folder if os.path.isdir(folder) and cache.is_intact(folder) else None
+
+        def build(signature: tuple) -> str:
+            folder, built = compile_cached(source, options(signature))
+            if built:
+                self._log.info("built the model for input shapes %s", list(signature))
+            return folder
+        self._model = ShapeTiers(self._model, build, lookup, self._open, self._log, mode)
 
     def _cuda_artifact(self, folder: str) -> tuple[Optional[str], Any]:
         """A CUDA build's folder (``onnxc compile --target cuda``, here or on another machine):

@@ -12,6 +12,10 @@ def _private_cache(tmp_path_factory):
     """Tests never write to the user's compile cache."""
     if "ONNXC_CACHE_DIR" not in os.environ:
         os.environ["ONNXC_CACHE_DIR"] = str(tmp_path_factory.mktemp("onnxc-cache"))
+    # Builds for the input shapes a model runs at are tested in test_shape_tiers.py (every mode,
+    # the default included). Elsewhere they would only add a compile to every test that runs a
+    # model of symbolic dims twice, and load a library in the middle of the soak and memory tests.
+    os.environ.setdefault("ONNXC_SPECIALISE_SHAPES", "off")
     yield
 
 
