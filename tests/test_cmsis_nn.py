@@ -243,19 +243,19 @@ def test_cmsis_nn_is_for_packages_in_fixed_point(tmp_path, capsys):
     assert "cannot be combined with --requantize float" in capsys.readouterr().err
 
 
-# --- on the emulated Cortex-M4F: CMSIS-NN's DSP code -------------------------------------------------------
+# --- on the emulated boards: CMSIS-NN's DSP code on the Cortex-M4F, its Helium code on the Cortex-M55 ---------
 
-def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feeds: dict[str, np.ndarray]):
-    """The outputs and the instructions of one inference on the Cortex-M4F board."""
+def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feeds: dict[str, np.ndarray], board: str):
+    """The outputs and the instructions of one inference on ``board``, and the firmware."""
     from onnxc.benchmarks import mcu
     from test_embedded import parse_outputs
     folder = package(tmp_path / flags[0].strip("-"), model, "net", *flags)
     inputs = [os.path.basename(p) for p in write_inputs(folder, feeds)]
-    elf = mcu.build_firmware(folder, "net", "cortex-m4f", os.path.join(folder, "net.elf"),
+    elf = mcu.build_firmware(folder, "net", board, os.path.join(folder, "net.elf"),
                              cmsis_nn=CMSIS_NN if "--cmsis-nn" in flags else None)
-    run = mcu.run_firmware(elf, "cortex-m4f", inputs, cwd=folder, timeout=1200)
+    run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return parse_outputs(run.stdout), run.instructions
+    return parse_outputs(run.stdout), run.instructions, elf
 
 
 def _board_models() -> dict:
@@ -267,24 +267,33 @@ def _board_models() -> dict:
 
 
 @pytest.mark.mcu
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m55"])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.ci_slice) if n in ("depthwise", "fully_connected")
                                   else n for n in ("depthwise", "fully_connected", "fully_connected_per_tensor",
                                                    "int8_tiny_cnn", "int8_kws_dscnn", "int8_mlp")])
-def test_on_the_cortex_m4f_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, capsys):
-    """CMSIS-NN built for the Cortex-M4 (its DSP path: -mcpu=cortex-m4 defines ARM_MATH_DSP) gives
-    the portable fixed-point kernels' bits on the emulated board, and what the host computes."""
+def test_on_the_board_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, board, capsys):
+    """CMSIS-NN built for the board's core gives the portable fixed-point kernels' bits on the
+    emulated board, and what the host computes: on the Cortex-M4F its DSP code (-mcpu=cortex-m4
+    defines ARM_MATH_DSP), on the Cortex-M55 its Helium code (-mcpu=cortex-m55 defines
+    __ARM_FEATURE_MVE, so ARM_MATH_MVEI): there CMSIS-NN's functions in the firmware hold MVE
+    instructions, on the Cortex-M4F none."""
     from onnxc.benchmarks import mcu
     from tools import ensure_tools
     ensure_tools(mcu.TOOLS)
     model = _board_models()[name]()
     assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 models"
     feeds = random_feeds(model)
-    cmsis, cmsis_count = _on_the_board(tmp_path, model, ("--cmsis-nn",), feeds)
+    cmsis, cmsis_count, elf = _on_the_board(tmp_path, model, ("--cmsis-nn",), feeds, board)
     assert cmsis_calls(str(tmp_path / "cmsis-nn" / "net")), "the package calls CMSIS-NN"
-    portable, portable_count = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds)
+    helium = {f: n for f, n in mcu.helium_instructions(elf).items() if f.startswith("arm_")}
+    if board == "cortex-m55":
+        assert sum(helium.values()) >= 20, helium
+    else:
+        assert not helium, helium
+    portable, portable_count, _ = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds, board)
     np.testing.assert_array_equal(cmsis[0], portable[0])
     host, _, _ = both_ways(tmp_path / "host", model, feeds)
     np.testing.assert_array_equal(cmsis[0], host[0])
     with capsys.disabled():
-        print(f"\n{name} on cortex-m4f: {cmsis_count:,} instructions with CMSIS-NN, {portable_count:,} with the "
+        print(f"\n{name} on {board}: {cmsis_count:,} instructions with CMSIS-NN, {portable_count:,} with the "
               "portable fixed-point kernels")
