@@ -58,6 +58,7 @@ BOARDS = {
     "cortex-m55": Board("mps3-an547", ("-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-DMPS3_AN547"),
                         "mps3_an547.ld", 32_000_000, (0x28000000, 0x28800000)),
 }
+FOOTPRINT_BOARDS = ("cortex-m4f", "cortex-m0plus")   # the footprint tables' columns, onnxc's and TFLM's
 
 
 @dataclass

@@ -1,12 +1,14 @@
 """``--target c`` packages run on emulated microcontrollers (onnxc.benchmarks.mcu): the example
-program linked into firmware for QEMU's MPS2 boards, a Cortex-M4F (mps2-an386) and Cortex-M0+
-code, ARMv6-M with soft float (on mps2-an385, a Cortex-M3, which executes it), with output,
-input files and exit status over semihosting. Every output is compared with the same package
-run on the host: integer outputs bit for bit, float ones to rtol 1e-5.
+program linked into firmware for QEMU's boards, a Cortex-M4F (mps2-an386), Cortex-M0+ code,
+ARMv6-M with soft float (on mps2-an385, a Cortex-M3, which executes it) and a Cortex-M55 with
+Helium (mps3-an547), with output, input files and exit status over semihosting. Every output is
+compared with the same package run on the host: integer outputs bit for bit, float ones to
+rtol 1e-5.
 
-All of it is the `mcu` suite (`python -m pytest -m mcu`: 65 tests, about 4 minutes on 2 cores);
-CI runs the KWS CNN and the int8 network on both boards and 4 conformance cases (`ci_slice`). The toolchain and QEMU are installed
-from Debian's packages when missing; a missing one fails under ONNXC_REQUIRE_TOOLS=1."""
+All of it is the `mcu` suite (`python -m pytest -m mcu tests/test_mcu.py`: 100 tests); CI runs
+the KWS CNN and the int8 network on every board and 4 conformance cases per board (`ci_slice`).
+The toolchain and QEMU are installed from Debian's packages when missing; a missing one fails
+under ONNXC_REQUIRE_TOOLS=1."""
 from __future__ import annotations
 
 import os
