@@ -317,6 +317,7 @@ def _kws_with_feeds() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     return model, random_feeds(model)
 
 
+@pytest.mark.ci_slice
 def test_cmake_builds_a_cmsis_nn_package(tmp_path):
     """The package as the top-level project, CMSIS-NN's folder named by -DCMSIS_NN (the package
     builds the cmsis-nn library from its sources); and as a subdirectory of a project that already
