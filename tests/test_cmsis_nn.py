@@ -259,9 +259,16 @@ def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feed
     return parse_outputs(run.stdout), run.instructions, elf
 
 
+ONE_BY_N = dict(c=5, m=7, hw=(1, 20), kernel=(1, 4), strides=(1, 2), pads=(0, 3, 0, 1))   # CMSIS-NN's 1xN kernel
+
+
 def _board_models() -> dict:
     from onnxc.benchmarks.footprint import int8_cnn, int8_mlp, kws_dscnn
     return {"depthwise": lambda: conv_model(**CONVS["depthwise_stride_2"])[0],
+            "conv_3x3_per_channel": lambda: conv_model(**CONVS["3x3_per_channel"])[0],
+            "conv_1x1": lambda: conv_model(**CONVS["1x1"])[0],
+            "conv_odd_dilated_per_tensor": lambda: conv_model(**CONVS["odd_dilated_per_tensor"])[0],
+            "conv_1xn_stride_2_asymmetric_pads": lambda: conv_model(**ONE_BY_N)[0],
             "fully_connected": lambda: fc_model(**FULLY_CONNECTED["qgemm_per_channel_bias_trans_b"]),
             "fully_connected_per_tensor": lambda: fc_model(**FULLY_CONNECTED["matmul_5x37_by_37x13"]),
             "int8_tiny_cnn": int8_cnn, "int8_kws_dscnn": lambda: _quantized(kws_dscnn()), "int8_mlp": int8_mlp}
@@ -270,8 +277,10 @@ def _board_models() -> dict:
 @pytest.mark.mcu
 @pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m55"])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.ci_slice) if n in ("depthwise", "fully_connected")
-                                  else n for n in ("depthwise", "fully_connected", "fully_connected_per_tensor",
-                                                   "int8_tiny_cnn", "int8_kws_dscnn", "int8_mlp")])
+                                  else n for n in ("depthwise", "conv_3x3_per_channel", "conv_1x1",
+                                                   "conv_odd_dilated_per_tensor", "conv_1xn_stride_2_asymmetric_pads",
+                                                   "fully_connected", "fully_connected_per_tensor", "int8_tiny_cnn",
+                                                   "int8_kws_dscnn", "int8_mlp")])
 def test_on_the_board_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, board, capsys):
     """CMSIS-NN built for the board's core gives the portable fixed-point kernels' bits on the
     emulated board, and what the host computes: on the Cortex-M4F its DSP code (-mcpu=cortex-m4
