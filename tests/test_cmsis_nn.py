@@ -297,7 +297,7 @@ def test_on_the_board_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, board
     assert cmsis_calls(str(tmp_path / "cmsis-nn" / "net")), "the package calls CMSIS-NN"
     helium = {f: n for f, n in mcu.helium_instructions(elf).items() if f.startswith("arm_")}
     if board == "cortex-m55":
-        assert sum(helium.values()) >= 20, helium
+        assert sum(helium.values()) >= 20, helium   # the kernels' vector loops, not a stray instruction
     else:
         assert not helium, helium
     portable, portable_count, _ = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds, board)
