@@ -24,7 +24,8 @@ for its code, arena and instructions per inference.
 With ``--cmsis-nn DIR`` it measures the int8 models instead, each with float and fixed-point
 requantization and with CMSIS-NN's kernels (``--cmsis-nn``, CMSIS-NN's sources in DIR built
 with the package for the Cortex-M4F): instructions of one inference on the board, the
-firmware's text (newlib included) and the arena.
+firmware's text (newlib included) and the arena; and the instructions with fixed point and
+with CMSIS-NN on the Cortex-M55 board (mps3-an547), where CMSIS-NN runs its Helium code.
 """
 from __future__ import annotations
 
@@ -194,10 +195,10 @@ def instructions(model: onnx.ModelProto, folder: str) -> dict[str, Any]:
     inputs; a board's entry says why where the tools are missing or the run failed."""
     missing = [tool for tool in mcu.TOOLS if not (os.path.exists(tool) if tool.startswith("/") else shutil.which(tool))]
     if missing:
-        return {f"{board}_instructions": f"needs {', '.join(missing)}" for board in mcu.BOARDS}
+        return {f"{board}_instructions": f"needs {', '.join(missing)}" for board in mcu.FOOTPRINT_BOARDS}
     inputs = _write_inputs(model, folder)
     out: dict[str, Any] = {}
-    for board in mcu.BOARDS:
+    for board in mcu.FOOTPRINT_BOARDS:
         elf = mcu.build_firmware(folder, "net", board, os.path.join(folder, f"net.{board}.elf"))
         run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
         out[f"{board}_instructions"] = run.instructions if run.returncode == 0 and run.instructions else \
@@ -212,11 +213,13 @@ INT8_MODELS = {
     "int8 MLP (784-512-256-10, QDQ, onnxruntime's quantizer)": int8_mlp,
 }
 REQUANTIZATIONS = {"float": {}, "fixed_point": {"requantize": "fixed_point"}, "cmsis_nn": {"cmsis_nn": True}}
+HELIUM_MODES = ("fixed_point", "cmsis_nn")   # measured on the Cortex-M55 as well
 
 
 def requantization_row(name: str, model: onnx.ModelProto, workdir: str, cmsis_nn: str) -> dict[str, Any]:
     """Instructions of one inference on the Cortex-M4F board and the firmware's text with each
-    requantization and with CMSIS-NN (its sources in ``cmsis_nn``, built with the package)."""
+    requantization and with CMSIS-NN (its sources in ``cmsis_nn``, built with the package); on
+    the Cortex-M55 board the instructions with fixed point and with CMSIS-NN's Helium code."""
     from ..driver import CompileOptions, compile_model
     row: dict[str, Any] = {"model": name}
     for mode, options in REQUANTIZATIONS.items():
@@ -224,12 +227,15 @@ def requantization_row(name: str, model: onnx.ModelProto, workdir: str, cmsis_nn
         info = compile_model(model, folder, CompileOptions(target="c", prefix="net", **options),
                              command="onnxc compile --target c")
         inputs = _write_inputs(model, folder)
-        elf = mcu.build_firmware(folder, "net", "cortex-m4f", os.path.join(folder, "net.elf"),
-                                 cmsis_nn=cmsis_nn if mode == "cmsis_nn" else None)
-        run = mcu.run_firmware(elf, "cortex-m4f", inputs, cwd=folder, timeout=1200)
-        row[f"{mode}_instructions"] = run.instructions if run.returncode == 0 and run.instructions else \
-            f"failed: {(run.stdout + run.stderr).strip()[-120:]}"
-        row[f"{mode}_text_bytes"] = mcu.firmware_size(elf)[0]
+        for board in ("cortex-m4f", "cortex-m55") if mode in HELIUM_MODES else ("cortex-m4f",):
+            elf = mcu.build_firmware(folder, "net", board, os.path.join(folder, f"net.{board}.elf"),
+                                     cmsis_nn=cmsis_nn if mode == "cmsis_nn" else None)
+            run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
+            key = f"{mode}_instructions" if board == "cortex-m4f" else f"{mode}_{board}_instructions"
+            row[key] = run.instructions if run.returncode == 0 and run.instructions else \
+                f"failed: {(run.stdout + run.stderr).strip()[-120:]}"
+            if board == "cortex-m4f":
+                row[f"{mode}_text_bytes"] = mcu.firmware_size(elf)[0]
         row[f"{mode}_arena_bytes"] = info["arena_bytes"]
     return row
 
@@ -237,15 +243,17 @@ def requantization_row(name: str, model: onnx.ModelProto, workdir: str, cmsis_nn
 def requantization_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| model | instructions, float requantization (default) | instructions, `--requantize fixed-point` "
              "| instructions, `--cmsis-nn` | firmware text, fixed point | firmware text, `--cmsis-nn` "
-             "| arena, fixed point | arena, `--cmsis-nn` |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| arena, fixed point | arena, `--cmsis-nn` | Cortex-M55: instructions, fixed point "
+             "| Cortex-M55: instructions, `--cmsis-nn` (Helium) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['error']} |" + " |" * 6)
+            lines.append(f"| {r['model']} | {r['error']} |" + " |" * 8)
             continue
         cells = [r["float_instructions"], r["fixed_point_instructions"], r["cmsis_nn_instructions"],
                  r["fixed_point_text_bytes"], r["cmsis_nn_text_bytes"], r["fixed_point_arena_bytes"],
-                 r["cmsis_nn_arena_bytes"]]
+                 r["cmsis_nn_arena_bytes"], r["fixed_point_cortex-m55_instructions"],
+                 r["cmsis_nn_cortex-m55_instructions"]]
         lines.append(f"| {r['model']} | " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -311,8 +319,8 @@ def tflm_table(rows: list[dict[str, Any]]) -> str:
         if "error" in r:
             continue
         cells = [r.get(f"{who}{board}_instructions", r.get(f"tflm_{board}", "n/a") if who else "n/a")
-                 for board in mcu.BOARDS for who in ("", "tflm_")]
-        same = all(r.get(f"tflm_{board}_matches_host") is True for board in mcu.BOARDS)
+                 for board in mcu.FOOTPRINT_BOARDS for who in ("", "tflm_")]
+        same = all(r.get(f"tflm_{board}_matches_host") is True for board in mcu.FOOTPRINT_BOARDS)
         lines.append(f"| {r['model']} | " + " | ".join(_cell(c) for c in cells) + f" | {_cell(same)} |")
     return "\n".join(lines)
 
@@ -328,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="where TFLM's objects are kept between runs (default: a temporary folder)")
     parser.add_argument("--cmsis-nn", metavar="DIR",
                         help="instead: the int8 models with each requantization and with CMSIS-NN (its folder) "
-                             "on the Cortex-M4F board")
+                             "on the Cortex-M4F board, and on the Cortex-M55 (Helium)")
     args = parser.parse_args(argv)
     if args.cmsis_nn:
         return _requantization_main(args.cmsis_nn, args.json)

@@ -132,21 +132,23 @@ def build_firmware(source: str, flatbuffer: bytes, board: str, workdir: str, lib
     _compile(["arm-none-eabi-gcc", *cflags, "-Os", "-std=c99", "-ffunction-sections", "-c",
               os.path.join(mcu.FIRMWARE, "startup.c"), "-o", startup_o])
     _compile(["arm-none-eabi-g++", *cflags, startup_o, main_o, model_o, *objects,
-              "--specs=rdimon.specs", "-nostartfiles", "-T", os.path.join(mcu.FIRMWARE, "mps2.ld"),
+              "--specs=rdimon.specs", "-nostartfiles", "-T",
+              os.path.join(mcu.FIRMWARE, mcu.BOARDS[board].linker_script),
               "-Wl,--gc-sections", f"-Wl,-Map={elf}.map", "-o", elf, "-lm"])
     return elf, code_bytes(f"{elf}.map", objects)
 
 
 def measure(source: str, flatbuffer: bytes, inputs: list[np.ndarray], expected: list[np.ndarray],
             workdir: str, library_dir: str) -> dict[str, Any]:
-    """TFLM on each board: code bytes, arena bytes and instructions of one inference, and whether
-    the outputs equal ``expected`` (TFLM's on this host) to rtol 1e-4 (int8 ones exactly)."""
+    """TFLM on each board of the footprint tables: code bytes, arena bytes and instructions of one
+    inference, and whether the outputs equal ``expected`` (TFLM's on this host) to rtol 1e-4
+    (int8 ones exactly)."""
     names = []
     for i, x in enumerate(inputs):
         names.append(f"tflm_input{i}.bin")
         (x.transpose(0, 2, 3, 1) if x.ndim == 4 else x).astype(x.dtype).tofile(os.path.join(workdir, names[-1]))
     row: dict[str, Any] = {}
-    for board in mcu.BOARDS:
+    for board in mcu.FOOTPRINT_BOARDS:
         try:
             elf, code = build_firmware(source, flatbuffer, board, workdir, library_dir, arena_bytes=1 << 20)
         except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:   # a board's failure is its cells

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import textwrap
 
 import numpy as np
 import onnx
@@ -16,7 +18,7 @@ from onnx import helper
 
 from helpers import make_model
 from onnxc.cli import main as cli_main
-from test_embedded import make, package, run_demo, write_inputs
+from test_embedded import make, package, parse_outputs, run_demo, write_inputs
 from test_requantize import CONVS, conv_model
 
 pytestmark = pytest.mark.cmsis_nn
@@ -243,48 +245,168 @@ def test_cmsis_nn_is_for_packages_in_fixed_point(tmp_path, capsys):
     assert "cannot be combined with --requantize float" in capsys.readouterr().err
 
 
-# --- on the emulated Cortex-M4F: CMSIS-NN's DSP code -------------------------------------------------------
+# --- on the emulated boards: CMSIS-NN's DSP code on the Cortex-M4F, its Helium code on the Cortex-M55 ---------
 
-def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feeds: dict[str, np.ndarray]):
-    """The outputs and the instructions of one inference on the Cortex-M4F board."""
+def _on_the_board(tmp_path, model: onnx.ModelProto, flags: tuple[str, ...], feeds: dict[str, np.ndarray], board: str):
+    """The outputs and the instructions of one inference on ``board``, and the firmware."""
     from onnxc.benchmarks import mcu
-    from test_embedded import parse_outputs
     folder = package(tmp_path / flags[0].strip("-"), model, "net", *flags)
     inputs = [os.path.basename(p) for p in write_inputs(folder, feeds)]
-    elf = mcu.build_firmware(folder, "net", "cortex-m4f", os.path.join(folder, "net.elf"),
+    elf = mcu.build_firmware(folder, "net", board, os.path.join(folder, "net.elf"),
                              cmsis_nn=CMSIS_NN if "--cmsis-nn" in flags else None)
-    run = mcu.run_firmware(elf, "cortex-m4f", inputs, cwd=folder, timeout=1200)
+    run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return parse_outputs(run.stdout), run.instructions
+    return parse_outputs(run.stdout), run.instructions, elf
+
+
+ONE_BY_N = dict(c=5, m=7, hw=(1, 20), kernel=(1, 4), strides=(1, 2), pads=(0, 3, 0, 1))   # CMSIS-NN's 1xN kernel
 
 
 def _board_models() -> dict:
     from onnxc.benchmarks.footprint import int8_cnn, int8_mlp, kws_dscnn
     return {"depthwise": lambda: conv_model(**CONVS["depthwise_stride_2"])[0],
+            "conv_3x3_per_channel": lambda: conv_model(**CONVS["3x3_per_channel"])[0],
+            "conv_1x1": lambda: conv_model(**CONVS["1x1"])[0],
+            "conv_odd_dilated_per_tensor": lambda: conv_model(**CONVS["odd_dilated_per_tensor"])[0],
+            "conv_1xn_stride_2_asymmetric_pads": lambda: conv_model(**ONE_BY_N)[0],
             "fully_connected": lambda: fc_model(**FULLY_CONNECTED["qgemm_per_channel_bias_trans_b"]),
             "fully_connected_per_tensor": lambda: fc_model(**FULLY_CONNECTED["matmul_5x37_by_37x13"]),
             "int8_tiny_cnn": int8_cnn, "int8_kws_dscnn": lambda: _quantized(kws_dscnn()), "int8_mlp": int8_mlp}
 
 
 @pytest.mark.mcu
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m55"])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.ci_slice) if n in ("depthwise", "fully_connected")
-                                  else n for n in ("depthwise", "fully_connected", "fully_connected_per_tensor",
-                                                   "int8_tiny_cnn", "int8_kws_dscnn", "int8_mlp")])
-def test_on_the_cortex_m4f_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, capsys):
-    """CMSIS-NN built for the Cortex-M4 (its DSP path: -mcpu=cortex-m4 defines ARM_MATH_DSP) gives
-    the portable fixed-point kernels' bits on the emulated board, and what the host computes."""
+                                  else n for n in ("depthwise", "conv_3x3_per_channel", "conv_1x1",
+                                                   "conv_odd_dilated_per_tensor", "conv_1xn_stride_2_asymmetric_pads",
+                                                   "fully_connected", "fully_connected_per_tensor", "int8_tiny_cnn",
+                                                   "int8_kws_dscnn", "int8_mlp")])
+def test_on_the_board_cmsis_nn_is_the_portable_fixed_point(tmp_path, name, board, capsys):
+    """CMSIS-NN built for the board's core gives the portable fixed-point kernels' bits on the
+    emulated board, and what the host computes: on the Cortex-M4F its DSP code (-mcpu=cortex-m4
+    defines ARM_MATH_DSP), on the Cortex-M55 its Helium code (-mcpu=cortex-m55 defines
+    __ARM_FEATURE_MVE, so ARM_MATH_MVEI): there CMSIS-NN's functions in the firmware hold MVE
+    instructions, on the Cortex-M4F none."""
     from onnxc.benchmarks import mcu
     from tools import ensure_tools
     ensure_tools(mcu.TOOLS)
     model = _board_models()[name]()
     assert model is not None, "onnxruntime's quantizer (a test dependency) builds the int8 models"
     feeds = random_feeds(model)
-    cmsis, cmsis_count = _on_the_board(tmp_path, model, ("--cmsis-nn",), feeds)
+    cmsis, cmsis_count, elf = _on_the_board(tmp_path, model, ("--cmsis-nn",), feeds, board)
     assert cmsis_calls(str(tmp_path / "cmsis-nn" / "net")), "the package calls CMSIS-NN"
-    portable, portable_count = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds)
+    helium = {f: n for f, n in mcu.helium_instructions(elf).items() if f.startswith("arm_")}
+    if board == "cortex-m55":
+        assert sum(helium.values()) >= 20, helium   # the kernels' vector loops, not a stray instruction
+    else:
+        assert not helium, helium
+    portable, portable_count, _ = _on_the_board(tmp_path, model, ("--requantize", "fixed-point"), feeds, board)
     np.testing.assert_array_equal(cmsis[0], portable[0])
     host, _, _ = both_ways(tmp_path / "host", model, feeds)
     np.testing.assert_array_equal(cmsis[0], host[0])
     with capsys.disabled():
-        print(f"\n{name} on cortex-m4f: {cmsis_count:,} instructions with CMSIS-NN, {portable_count:,} with the "
+        print(f"\n{name} on {board}: {cmsis_count:,} instructions with CMSIS-NN, {portable_count:,} with the "
               "portable fixed-point kernels")
+
+
+# --- CMake: the package's CMakeLists with CMSIS-NN, as docs/embedded.md tells -----------------------------
+
+def _cmake(source, build, *options: str) -> None:
+    from tools import ensure_tools
+    ensure_tools({"cmake": "cmake"})
+    for cmd in (["cmake", "-S", str(source), "-B", str(build), *options], ["cmake", "--build", str(build)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def _kws_with_feeds() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The quantized DS-CNN: CMSIS-NN's convolution, depthwise convolution and fully connected layer."""
+    from onnxc.benchmarks.footprint import kws_dscnn
+    model = _quantized(kws_dscnn())
+    return model, random_feeds(model)
+
+
+@pytest.mark.ci_slice
+def test_cmake_builds_a_cmsis_nn_package(tmp_path):
+    """The package as the top-level project, CMSIS-NN's folder named by -DCMSIS_NN (the package
+    builds the cmsis-nn library from its sources); and as a subdirectory of a project that already
+    has the cmsis-nn target (CMSIS-NN's own CMakeLists defines it), which the package links and
+    builds none of its own. Warnings are errors; both programs print what the Makefile's prints."""
+    model, feeds = _kws_with_feeds()
+    cmsis, portable, folder = both_ways(tmp_path / "make", model, feeds)
+    np.testing.assert_array_equal(cmsis[0], portable[0])
+    inputs = write_inputs(folder, feeds)
+    alone = tmp_path / "alone"
+    _cmake(folder, alone, f"-DCMSIS_NN={CMSIS_NN}", "-DNET_WERROR=ON")
+    assert (alone / "libcmsis-nn.a").is_file()
+    np.testing.assert_array_equal(run_demo(str(alone), "net", inputs)[0], cmsis[0])
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(textwrap.dedent(f"""\
+        cmake_minimum_required(VERSION 3.13)
+        project(app C)
+        file(GLOB CMSIS_NN_SOURCES "{CMSIS_NN}/Source/*/*.c")
+        add_library(cmsis-nn STATIC ${{CMSIS_NN_SOURCES}})
+        target_include_directories(cmsis-nn PUBLIC "{CMSIS_NN}/Include")
+        add_subdirectory("{folder}" net)
+        add_executable(app "{folder}/net_demo.c")
+        target_link_libraries(app PRIVATE net)
+        """))
+    build = project / "build"
+    _cmake(project, build, "-DNET_WERROR=ON")
+    assert (build / "libcmsis-nn.a").is_file() and not list((build / "net").glob("*cmsis*"))
+    proc = subprocess.run([str(build / "app"), *inputs], capture_output=True, text=True, check=True)
+    np.testing.assert_array_equal(parse_outputs(proc.stdout)[0], cmsis[0])
+
+
+@pytest.mark.mcu
+@pytest.mark.parametrize("board", ["cortex-m4f", "cortex-m55"])
+def test_cmake_cross_builds_a_cmsis_nn_package_into_firmware(tmp_path, board):
+    """A firmware project for the board through a CMake toolchain file (arm-none-eabi-gcc and the
+    board's core): the package a subdirectory, CMSIS-NN from -DCMSIS_NN built for the core (its
+    Helium code on the Cortex-M55), the weights placed in flash by the package's macros, the
+    example program linked with the board's start-up code and linker script. On the emulated
+    board it prints what the host prints."""
+    from onnxc.benchmarks import mcu
+    from tools import ensure_tools
+    ensure_tools(mcu.TOOLS)
+    spec = mcu.BOARDS[board]
+    model, feeds = _kws_with_feeds()
+    host, _, folder = both_ways(tmp_path / "host", model, feeds)
+    inputs = [os.path.basename(p) for p in write_inputs(folder, feeds)]
+    project = tmp_path / "firmware"
+    project.mkdir()
+    (project / "toolchain.cmake").write_text(textwrap.dedent(f"""\
+        set(CMAKE_SYSTEM_NAME Generic)
+        set(CMAKE_SYSTEM_PROCESSOR arm)
+        set(CMAKE_C_COMPILER arm-none-eabi-gcc)
+        set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
+        set(CMAKE_C_FLAGS_INIT "{' '.join(spec.cflags)}")
+        """))
+    (project / "CMakeLists.txt").write_text(textwrap.dedent(f"""\
+        cmake_minimum_required(VERSION 3.13)
+        project(firmware C)
+        add_subdirectory("{folder}" net)
+        target_compile_definitions(net PRIVATE "NET_WEIGHTS_SECTION=\\"{mcu.WEIGHTS_SECTION}\\"" NET_ALIGN=16)
+        add_executable(firmware.elf "{mcu.FIRMWARE}/startup.c" "{folder}/net_demo.c")
+        target_compile_definitions(firmware.elf PRIVATE DEMO_CLOCK=mcu_timer_ticks)
+        target_link_libraries(firmware.elf PRIVATE net)
+        target_link_options(firmware.elf PRIVATE --specs=rdimon.specs -nostartfiles
+                            -T "{mcu.FIRMWARE}/{spec.linker_script}" -Wl,--gc-sections)
+        """))
+    build = project / "build"
+    _cmake(project, build, f"-DCMAKE_TOOLCHAIN_FILE={project / 'toolchain.cmake'}", "-DCMAKE_BUILD_TYPE=MinSizeRel",
+           f"-DCMSIS_NN={CMSIS_NN}", "-DNET_WERROR=ON")
+    elf = str(build / "firmware.elf")
+    first, end = spec.flash
+    weights = [a for s, a in mcu.symbols(elf).items() if s.startswith("net_w_")]
+    assert weights and all(first <= a < end and a % 16 == 0 for a in weights), weights
+    helium = sum(n for f, n in mcu.helium_instructions(elf).items() if f.startswith("arm_"))
+    if board == "cortex-m55":
+        assert helium >= 20, helium
+    else:
+        assert helium == 0, helium
+    run = mcu.run_firmware(elf, board, inputs, cwd=folder, timeout=1200)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    np.testing.assert_array_equal(parse_outputs(run.stdout)[0], host[0])

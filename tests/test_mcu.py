@@ -1,12 +1,14 @@
 """``--target c`` packages run on emulated microcontrollers (onnxc.benchmarks.mcu): the example
-program linked into firmware for QEMU's MPS2 boards, a Cortex-M4F (mps2-an386) and Cortex-M0+
-code, ARMv6-M with soft float (on mps2-an385, a Cortex-M3, which executes it), with output,
-input files and exit status over semihosting. Every output is compared with the same package
-run on the host: integer outputs bit for bit, float ones to rtol 1e-5.
+program linked into firmware for QEMU's boards, a Cortex-M4F (mps2-an386), Cortex-M0+ code,
+ARMv6-M with soft float (on mps2-an385, a Cortex-M3, which executes it) and a Cortex-M55 with
+Helium (mps3-an547), with output, input files and exit status over semihosting. Every output is
+compared with the same package run on the host: integer outputs bit for bit, float ones to
+rtol 1e-5.
 
-All of it is the `mcu` suite (`python -m pytest -m mcu`: 65 tests, about 4 minutes on 2 cores);
-CI runs the KWS CNN and the int8 network on both boards and 4 conformance cases (`ci_slice`). The toolchain and QEMU are installed
-from Debian's packages when missing; a missing one fails under ONNXC_REQUIRE_TOOLS=1."""
+All of it is the `mcu` suite (`python -m pytest -m mcu tests/test_mcu.py`: 100 tests); CI runs
+the KWS CNN and the int8 network on every board and 4 conformance cases per board (`ci_slice`).
+The toolchain and QEMU are installed from Debian's packages when missing; a missing one fails
+under ONNXC_REQUIRE_TOOLS=1."""
 from __future__ import annotations
 
 import os
@@ -78,7 +80,8 @@ def test_model_on_the_board_prints_what_the_host_prints(tmp_path, name, board, c
         np.testing.assert_array_equal(on_host[0], run_ort(model, feeds)[0].reshape(-1))
     # the weights are where <NAME>_WEIGHTS_SECTION put them (flash), aligned to <NAME>_ALIGN
     weights = {s: a for s, a in mcu.symbols(elf).items() if s.startswith(f"{name}_w_")}
-    assert weights and all(a < mcu.FLASH_END and a % 16 == 0 for a in weights.values()), weights
+    first, end = mcu.BOARDS[board].flash
+    assert weights and all(first <= a < end and a % 16 == 0 for a in weights.values()), weights
     assert run.instructions is not None and run.instructions > 0
     text, data, bss = mcu.firmware_size(elf)
     with capsys.disabled():

@@ -1,9 +1,11 @@
-/* Start-up code for the example program of a `--target c` package on QEMU's MPS2 boards:
- * the vector table, the copy of .data and the zeroing of .bss, the command line through
- * semihosting (SYS_GET_CMDLINE), the FPU switched on where the code uses it, and a clock for
- * the example program's DEMO_CLOCK: the CMSDK APB timer 0 at 25 MHz. Under QEMU's
- * `-icount shift=0` one instruction takes 1 ns of virtual time, so a timer tick is 40
- * instructions. newlib's librdimon does the rest over semihosting (stdio, files, exit). */
+/* Start-up code for the example program of a `--target c` package on QEMU's MPS2 boards and
+ * its MPS3 board mps3-an547 (built with -DMPS3_AN547): the vector table, the copy of .data and
+ * the zeroing of .bss, the command line through semihosting (SYS_GET_CMDLINE), the FPU (and
+ * Helium, which the same enable bits cover) switched on where the code uses it, and a clock
+ * for the example program's DEMO_CLOCK: on the MPS2 boards the CMSDK APB timer 0 at 25 MHz,
+ * on mps3-an547 the SSE-300's system counter at 32 MHz. Under QEMU's `-icount shift=0` one
+ * instruction takes 1 ns of virtual time, so a tick is 40 instructions (31.25 on mps3-an547).
+ * newlib's librdimon does the rest over semihosting (stdio, files, exit). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,14 @@
 #define SYS_EXIT 0x18
 #define ADP_STOPPED_RUN_TIME_ERROR 0x20023
 
+#if defined(MPS3_AN547)
+#define COUNTER_CNTCR (*(volatile uint32_t *)0x58100000u)   /* the system counter's control frame */
+#define COUNTER_CNTCV_LOW (*(volatile uint32_t *)0x58100008u)
+#else
 #define TIMER0_CTRL (*(volatile uint32_t *)0x40000000u)
 #define TIMER0_VALUE (*(volatile uint32_t *)0x40000004u)
 #define TIMER0_RELOAD (*(volatile uint32_t *)0x40000008u)
+#endif
 #define CPACR (*(volatile uint32_t *)0xE000ED88u)
 
 extern uint32_t __data_load[], __data_start[], __data_end[], __bss_start__[], __bss_end__[], __stack_top[];
@@ -59,7 +66,11 @@ __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void
 
 unsigned long mcu_timer_ticks(void)
 {
+#if defined(MPS3_AN547)
+    return COUNTER_CNTCV_LOW;
+#else
     return 0xFFFFFFFFu - TIMER0_VALUE;
+#endif
 }
 
 static char cmdline[4096];
@@ -83,8 +94,12 @@ void reset_handler(void)
             args[argc++] = p;
     }
     args[argc] = NULL;
+#if defined(MPS3_AN547)
+    COUNTER_CNTCR = 1u;   /* EN: the counter counts up from 0 */
+#else
     TIMER0_RELOAD = 0xFFFFFFFFu;
     TIMER0_VALUE = 0xFFFFFFFFu;
     TIMER0_CTRL = 1u;
+#endif
     exit(main(argc, args));
 }

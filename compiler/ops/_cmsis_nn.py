@@ -22,6 +22,7 @@ from . import _quantize as qz
 from ._conv_pool import pads_c, window
 
 HELPER = "c/helpers/cmsis_nn.c.j2"
+CH_IN_BLOCK_MVE = 124   # the input channels CMSIS-NN's Helium depthwise kernel takes at a time (its header's)
 
 
 def conv_reason(node: Node, k: KernelContext) -> Optional[str]:
@@ -93,8 +94,8 @@ def _conv_buffer_bytes(depthwise: bool, c: int, kh: int, kw: int, stride_w: int,
     """Room for CMSIS-NN's scratch (``*_get_buffer_size``) whichever way the library was built
     (plain C, DSP or MVE): the largest of its formulas. The generated code checks the library's
     own answer against it at run time."""
-    if depthwise:
-        return max(c * kh * kw * 2, 4 * 16 * kh * kw)
+    if depthwise:   # DSP: an int16 copy of the window; MVE: four blocks of CH_IN_BLOCK_MVE channels
+        return max(c * kh * kw * 2, 4 * CH_IN_BLOCK_MVE * kh * kw)
     cols = kh * kw * c
     aligned = (cols + 3) // 4 * 4
     return max(2 * aligned * 2, 4 * ((cols + 15) // 16) * 16, 2 * c * 2, (kw + pad_w + stride_w) * c * 2)
