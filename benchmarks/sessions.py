@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def onnxc_session(model_path: str, threads: int) -> Any:
-    """onnxc with ``threads`` intra-op threads (a build with OpenMP when above one)."""
+def onnxc_session(model_path: str, threads: int, precision: str = "fp32") -> Any:
+    """onnxc with ``threads`` intra-op threads (a build with OpenMP when above one), its GEMMs in
+    ``precision`` (session.onnxc.precision)."""
     import onnxc
     options = onnxc.SessionOptions()
     options.intra_op_num_threads = threads
+    if precision != "fp32":
+        options.add_session_config_entry("session.onnxc.precision", precision)
     return onnxc.InferenceSession(model_path, options)
 
 
