@@ -180,5 +180,13 @@ def measure(model_path: str, feed: dict[str, np.ndarray], threads: int, config: 
     }
 
 
+def accuracy(model_path: str, feed: dict[str, np.ndarray], threads: int, precision: str) -> dict[str, float]:
+    """The largest absolute and relative difference of onnxc's outputs in ``precision`` from
+    onnxruntime's float32 ones, untimed."""
+    actual = onnxc_session(model_path, threads, precision).run(None, feed)
+    expected = ort_session(model_path, threads).run(None, feed)
+    return {"max_abs_diff": outputs_agree(actual, expected)[1], "max_rel_diff": relative_difference(actual, expected)}
+
+
 def geometric_mean(values: list[float]) -> float:
     return float(math.exp(sum(math.log(v) for v in values) / len(values))) if values else math.nan

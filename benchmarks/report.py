@@ -28,9 +28,14 @@ def _memory_cell(entry: dict[str, Any]) -> str:
     return "/".join(cells)
 
 
-def _accuracy_cell(entry: dict[str, Any]) -> str:
-    """Largest absolute / relative difference from onnxruntime's float32 outputs."""
-    return f"{entry['max_abs_diff']:.2g} / {entry['max_rel_diff']:.2g}"
+def _accuracy_cell(model: dict[str, Any], entry: dict[str, Any]) -> str:
+    """Largest absolute / relative difference from onnxruntime's float32 outputs, and of the
+    logits where the outputs are a Softmax's."""
+    cell = f"{entry['max_abs_diff']:.2g} / {entry['max_rel_diff']:.2g}"
+    logits = model.get("logits", {})
+    if "max_abs_diff" in logits:
+        cell += f" (logits {logits['max_abs_diff']:.2g} / {logits['max_rel_diff']:.2g})"
+    return cell
 
 
 def _model_row(name: str, model: dict[str, Any], entry: dict[str, Any]) -> list[str]:
@@ -61,7 +66,7 @@ def latency_tables(results: dict[str, Any]) -> list[str]:
             elif str(threads) in model["threads"]:
                 entry = model["threads"][str(threads)]
                 rows.append(_model_row(name, model, entry)
-                            + ([_accuracy_cell(entry) if "error" not in entry else ""] if reduced else []))
+                            + ([_accuracy_cell(model, entry) if "error" not in entry else ""] if reduced else []))
         lines += ["", f"threads = {threads} (median of interleaved runs; ratio = onnxc / onnxruntime)"
                   + (f"; onnxc in {precision}, onnxruntime in fp32" if reduced else "")]
         lines += table(header, rows)

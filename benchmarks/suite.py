@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 from . import gemm, harness, memory, targets
-from .models import BenchModel
+from .models import BenchModel, logits_model
 from .sessions import SESSION_MAKERS
 
 Log = Callable[[str], None]
@@ -85,12 +85,22 @@ def bench_model(entry: BenchModel, config: SuiteConfig, folder: str, log: Log) -
     record["inputs"] = {name: list(array.shape) for name, array in feed.items()}
     model_path, feed_path = os.path.join(folder, "model.onnx"), os.path.join(folder, "feed.npz")
     onnx.save(model, model_path)
+    logits = logits_model(model) if config.precision != "fp32" else None
     del model
     np.savez(feed_path, **feed)
     with private_cache(os.path.join(folder, "cache")):
         for threads in config.threads:
             record["threads"][str(threads)] = _at_threads(model_path, feed, feed_path, threads, config)
             log(_progress_line(entry.name, record["threads"][str(threads)]))
+        if logits is not None:   # (the accuracy of a classifier's products, before its Softmax)
+            logits_path = os.path.join(folder, "logits.onnx")
+            onnx.save(logits, logits_path)
+            try:
+                record["logits"] = harness.accuracy(logits_path, feed, config.threads[0], config.precision)
+                log(f"{entry.name} logits: max abs diff {record['logits']['max_abs_diff']:.3g}, relative "
+                    f"{record['logits']['max_rel_diff']:.3g}")
+            except Exception as e:  # noqa: BLE001 - reported per model
+                record["logits"] = {"error": _one_line(e)}
     shutil.rmtree(folder, ignore_errors=True)
     return record
 
