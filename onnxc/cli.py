@@ -598,6 +598,8 @@ def describe_build(manifest: dict[str, Any]) -> list[str]:
         "fixed dims: " + (", ".join(f"{key}={size}" + (" (denotation)" if kind == "denotation" else "")
                                     for kind, key, size in o.get("dim_overrides") or ()) or "none"),
         f"SIMD target: {simd} (-march={o.get('march') or 'none: portable'}; C {o.get('opt', '?')})",
+        "precision: " + ("bf16 (GEMM and convolution products in bfloat16, float32 sums)"
+                         if o.get("precision") == "bf16" else "fp32"),
         f"memory: {o.get('memory', '?')}" + (f" ({human_size(manifest['arena_bytes'])} arena)"
                                               if "arena_bytes" in manifest else ""),
     ]

@@ -93,10 +93,10 @@ def conv_net() -> onnx.ModelProto:
     return make_model(nodes, [("x", T.FLOAT, [2, 3, 30, 30])], [("y", T.FLOAT, [2, 10])], inits)
 
 
-def bf16_session(model: onnx.ModelProto) -> onnxc.InferenceSession:
+def bf16_session(model: onnx.ModelProto, threads: int = 1) -> onnxc.InferenceSession:
     so = onnxc.SessionOptions()
     so.add_session_config_entry(PRECISION_KEY, "bf16")
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     return onnxc.InferenceSession(model.SerializeToString(), so)
 
 
@@ -271,11 +271,13 @@ def _models_need_bf16() -> None:
                     "(test_refused_where_the_target_cpu_lacks_avx512_bf16)")
 
 
-def test_matmul_model_as_numpy_with_bfloat16_operands():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_matmul_model_as_numpy_with_bfloat16_operands(threads):
+    """Two threads: bands of rows or columns, each packing and converting into its own scratch."""
     _models_need_bf16()
-    model, w = matmul_model(50, 300, 70)
+    model, w = matmul_model(50, 300, 700)
     x = np.random.default_rng(5).standard_normal((50, 300)).astype(np.float32)
-    got = bf16_session(model).run(None, {"x": x})[0].astype(np.float64)
+    got = bf16_session(model, threads).run(None, {"x": x})[0].astype(np.float64)
     want, bound = bf16_product(x, w)
     assert (np.abs(got - want) <= bound).all()
     # against onnxruntime's float32: each product's two roundings, at most 2 * 2^-8 relative
