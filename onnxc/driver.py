@@ -318,12 +318,10 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
     target = Target(gemm_mr=mr, gemm_nr=nr,
                     # (the CUDA kernels read weights as they are)
                     prepack=options.optimization_level >= 99 and not cuda,
-                    # (not in a package: its transformed filters take 1.8-4x the weights' memory)
-                    # (nor in bfloat16: its products would be of transformed tiles, whose rounding
-                    # errors the inverse transform amplifies; those convolutions take the GEMM)
+                    # (not in a package: its transformed filters take 1.8-4x the weights' memory;
+                    # in bf16 its products stay float32: c/helpers/winograd.j2)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
-                    and "conv_winograd" not in options.disabled_passes and not embedded and not cuda
-                    and options.precision == "fp32",
+                    and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded,
                     int8_gemm=not embedded and not cuda,
                     system_libraries=not embedded, cmsis_nn=options.cmsis_nn,

@@ -233,8 +233,9 @@ def test_logits_model_outputs_what_the_softmax_takes():
     w = onnx.numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 5)).astype(np.float32), "w")
     nodes = [onnx.helper.make_node("MatMul", ["x", "w"], ["logits"]),
              onnx.helper.make_node("Softmax", ["logits"], ["prob"], axis=-1)]
-    graph = onnx.helper.make_graph(nodes, "g", [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 8])],
-                                   [onnx.helper.make_tensor_value_info("prob", onnx.TensorProto.FLOAT, [3, 5])], [w])
+    value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph(nodes, "g", [value("x", onnx.TensorProto.FLOAT, [3, 8])],
+                                   [value("prob", onnx.TensorProto.FLOAT, [3, 5])], [w])
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
     model.ir_version = 8
     logits = models.logits_model(model)
