@@ -299,3 +299,22 @@ def test_conv_net_against_onnxruntime_float32():
     np.testing.assert_allclose(got, want, rtol=0.03, atol=0.03)
     assert np.abs(got - want).mean() < 0.01 * np.abs(want).mean()
     assert not np.array_equal(got, onnxc.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0])
+
+
+def test_compiled_bf16_artifact_says_so(tmp_path, capsys):
+    """`onnxc compile --precision bf16`: the folder runs in bf16, and says so to a session that
+    opens it (get_session_options) and to `onnxc info`."""
+    _models_need_bf16()
+    model, w = matmul_model(16, 64, 40)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    assert cli.main(["compile", str(path), "-o", str(tmp_path / "out"), "--precision", "bf16", "--threads", "1",
+                     "-q"]) == 0
+    sess = onnxc.InferenceSession(str(tmp_path / "out"))
+    assert sess.get_session_options().get_session_config_entry(PRECISION_KEY) == "bf16"
+    x = np.random.default_rng(2).standard_normal((16, 64)).astype(np.float32)
+    want, bound = bf16_product(x, w)
+    assert (np.abs(sess.run(None, {"x": x})[0] - want) <= bound).all()
+    capsys.readouterr()
+    assert cli.main(["info", str(tmp_path / "out")]) == 0
+    assert "precision: bf16" in capsys.readouterr().out
