@@ -58,6 +58,10 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
                    help="RSS probes in child processes (default: on; off with --smoke)")
     p.add_argument("--gemm", action=argparse.BooleanOptionalAction, default=True,
                    help="the GEMM microbenchmark (default: on; small shapes with --smoke)")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="onnxc's GEMMs and convolutions in bf16 (session.onnxc.precision; CPUs with "
+                        "AVX512-BF16) against onnxruntime's float32: the tables add each model's accuracy "
+                        "(largest absolute and relative difference); no memory probes (default fp32)")
     p.add_argument("--check-targets", action="store_true", help="exit 1 if any target is missed")
     p.add_argument("--list", action="store_true", help="list the models and exit")
     corpus = p.add_argument_group("the real-world corpus (--corpus)")
@@ -96,9 +100,10 @@ def _default_threads(smoke: bool) -> list[int]:
 
 def config_from(args: argparse.Namespace) -> suite.SuiteConfig:
     shapes = (gemm.SMOKE_SHAPES if args.smoke else gemm.SHAPES) if args.gemm else []
+    # (the memory probes' child processes make float32 sessions)
+    memory = args.precision == "fp32" and (args.memory if args.memory is not None else not args.smoke)
     return suite.SuiteConfig(threads=args.threads or _default_threads(args.smoke), timing=_timing(args),
-                             memory=args.memory if args.memory is not None else not args.smoke,
-                             gemm_shapes=list(shapes), smoke=args.smoke)
+                             memory=memory, gemm_shapes=list(shapes), smoke=args.smoke, precision=args.precision)
 
 
 def _log(line: str) -> None:
@@ -114,6 +119,9 @@ def _list_models() -> None:
 def main(argv: Sequence[str] | None = None, prog: str = "python -m onnxc.benchmarks") -> int:
     """Runs the suite; ``prog`` names the command in help and in the JSON (``onnxc bench`` passes its own)."""
     args = parser(prog).parse_args(argv)
+    if args.corpus and args.precision != "fp32":
+        print("error: --precision applies to the suite, not to --corpus", file=sys.stderr)
+        return 2
     if args.corpus:
         from .corpus.cli import main as corpus_main
         return corpus_main(args, _timing(args), prog, argv)

@@ -90,34 +90,37 @@ def _blas_info(threads: int) -> dict[str, Any]:
 
 
 def run(shapes: list[Shape], threads_list: list[int], config: harness.TimingConfig, workdir: str,
-        log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Every shape, B kind and thread count: GFLOP/s of onnxc, onnxruntime and numpy."""
+        log: Callable[[str], None] | None = None, precision: str = "fp32") -> list[dict[str, Any]]:
+    """Every shape, B kind and thread count: GFLOP/s of onnxc (its products in ``precision``),
+    onnxruntime and numpy."""
     results = []
     for shape in shapes:
         feed_a, feed_b = operands(shape)
         for threads in threads_list:
             reference = numpy_time(shape, threads, config)
             for b_kind in B_KINDS:
-                results.append(_one(shape, b_kind, threads, config, workdir, reference, feed_a, feed_b))
+                results.append(_one(shape, b_kind, threads, config, workdir, reference, feed_a, feed_b,
+                                    precision))
                 if log is not None:
                     log(_progress_line(results[-1]))
     return results
 
 
 def _one(shape: Shape, b_kind: str, threads: int, config: harness.TimingConfig, workdir: str,
-         reference: dict[str, Any], feed_a: np.ndarray, feed_b: np.ndarray) -> dict[str, Any]:
+         reference: dict[str, Any], feed_a: np.ndarray, feed_b: np.ndarray, precision: str) -> dict[str, Any]:
     m, k, n = shape
-    entry: dict[str, Any] = {"m": m, "k": k, "n": n, "b": b_kind, "threads": threads}
+    entry: dict[str, Any] = {"m": m, "k": k, "n": n, "b": b_kind, "threads": threads, "precision": precision}
     path = os.path.join(workdir, f"gemm_{m}x{k}x{n}_{b_kind}.onnx")
     if not os.path.exists(path):
         onnx.save(matmul_model(shape, b_kind), path)
     feed = {"A": feed_a} if b_kind == "weight" else {"A": feed_a, "B": feed_b}
     try:
-        measured = harness.measure(path, feed, threads, config)
+        measured = harness.measure(path, feed, threads, config, precision)
     except Exception as e:  # noqa: BLE001 - one failing case is reported, the rest still run
         entry["error"] = f"{type(e).__name__}: {e}".splitlines()[0]
         return entry
     entry.update({"runs": measured["runs"], "outputs_match": measured["outputs_match"],
+                  "max_rel_diff": measured["max_rel_diff"],
                   "onnxc_ms": measured["onnxc"]["median_ms"], "onnxruntime_ms": measured["onnxruntime"]["median_ms"],
                   "onnxc_gflops": gflops(shape, measured["onnxc"]["median_ms"] / 1e3),
                   "onnxruntime_gflops": gflops(shape, measured["onnxruntime"]["median_ms"] / 1e3)})

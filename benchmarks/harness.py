@@ -26,6 +26,10 @@ from onnxc.runtime.loader import read_manifest
 from .sessions import onnxc_session, ort_session
 
 RTOL, ATOL = 1e-3, 1e-4  # outputs of the two runtimes must agree before their times mean anything
+# onnxc in bf16 precision against onnxruntime's float32: each output within this fraction of its
+# largest magnitude (bfloat16 keeps 8 significant bits; a broken kernel is far off). The
+# accuracy itself is recorded: the largest absolute difference and that relative measure.
+BF16_REL_TOL = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,12 +67,12 @@ class OnnxcStart:
     arena_bytes: int        # the planned intermediate arena (the artifact's manifest)
 
 
-def start_onnxc(model_path: str, threads: int) -> OnnxcStart:
+def start_onnxc(model_path: str, threads: int, precision: str = "fp32") -> OnnxcStart:
     """Compiles on the (cold, private) cache, then opens a second session that loads the cached
     artifact: the first time is what a user waits once, the second every later start."""
-    first, compile_s = timed(lambda: onnxc_session(model_path, threads))
+    first, compile_s = timed(lambda: onnxc_session(model_path, threads, precision))
     del first  # the second session loads the same artifact; one resident copy is enough
-    session, load_s = timed(lambda: onnxc_session(model_path, threads))
+    session, load_s = timed(lambda: onnxc_session(model_path, threads, precision))
     manifest = read_manifest(session.artifact_dir)
     return OnnxcStart(session, compile_s, load_s * 1e3, int(manifest.get("arena_bytes", 0)))
 
@@ -140,12 +144,29 @@ def outputs_agree(actual: list[Any], expected: list[Any]) -> tuple[bool, float]:
     return ok, worst
 
 
-def measure(model_path: str, feed: dict[str, np.ndarray], threads: int, config: TimingConfig) -> dict[str, Any]:
-    """Sessions, output check and interleaved timing of one model at one thread count."""
-    start = start_onnxc(model_path, threads)
+def relative_difference(actual: list[Any], expected: list[Any]) -> float:
+    """The largest difference of any float output, relative to that output's largest magnitude."""
+    worst = 0.0
+    for a, e in zip(actual, expected):
+        a, e = np.asarray(a), np.asarray(e)
+        if e.size and a.shape == e.shape and e.dtype.kind in "fc":
+            scale = float(np.max(np.abs(e))) or 1.0
+            worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - e.astype(np.float64)))) / scale)
+    return worst
+
+
+def measure(model_path: str, feed: dict[str, np.ndarray], threads: int, config: TimingConfig,
+            precision: str = "fp32") -> dict[str, Any]:
+    """Sessions, output check and interleaved timing of one model at one thread count; onnxc's
+    GEMMs in ``precision``, onnxruntime's in float32."""
+    start = start_onnxc(model_path, threads, precision)
     ours = start.session
     reference, create_s = timed(lambda: ort_session(model_path, threads))
-    match, max_abs_diff = outputs_agree(ours.run(None, feed), reference.run(None, feed))
+    actual, expected = ours.run(None, feed), reference.run(None, feed)
+    match, max_abs_diff = outputs_agree(actual, expected)
+    max_rel_diff = relative_difference(actual, expected)
+    if precision != "fp32":
+        match = len(actual) == len(expected) and max_rel_diff <= BF16_REL_TOL
     times_onnxc, times_ort = interleaved(lambda: ours.run(None, feed), lambda: reference.run(None, feed), config)
     onnxc_stats, ort_stats = summary_ms(times_onnxc), summary_ms(times_ort)
     return {
@@ -154,8 +175,17 @@ def measure(model_path: str, feed: dict[str, np.ndarray], threads: int, config: 
         "ratio": onnxc_stats["median_ms"] / ort_stats["median_ms"],
         "onnxc_compile_s": start.compile_s, "onnxc_cached_load_ms": start.cached_load_ms,
         "onnxruntime_create_ms": create_s * 1e3, "arena_bytes": start.arena_bytes,
-        "outputs_match": match, "max_abs_diff": max_abs_diff,
+        "outputs_match": match, "max_abs_diff": max_abs_diff, "max_rel_diff": max_rel_diff,
+        "precision": precision,
     }
+
+
+def accuracy(model_path: str, feed: dict[str, np.ndarray], threads: int, precision: str) -> dict[str, float]:
+    """The largest absolute and relative difference of onnxc's outputs in ``precision`` from
+    onnxruntime's float32 ones, untimed."""
+    actual = onnxc_session(model_path, threads, precision).run(None, feed)
+    expected = ort_session(model_path, threads).run(None, feed)
+    return {"max_abs_diff": outputs_agree(actual, expected)[1], "max_rel_diff": relative_difference(actual, expected)}
 
 
 def geometric_mean(values: list[float]) -> float:

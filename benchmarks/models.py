@@ -104,6 +104,26 @@ def random_feed(model: onnx.ModelProto, seed: int = 1) -> Feed:
     return feed
 
 
+def logits_model(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """``model`` with each output that a Softmax makes replaced by the Softmax's input, or None
+    when no output is one. A classifier with random weights gives logits far apart, so its
+    Softmax saturates to 0 and 1, which says nothing of how accurate the products before it are."""
+    producers = {out: node for node in model.graph.node for out in node.output}
+    softmaxes = {o.name: producers[o.name] for o in model.graph.output
+                 if o.name in producers and producers[o.name].op_type == "Softmax"}
+    if not softmaxes:
+        return None
+    logits = onnx.ModelProto()
+    logits.CopyFrom(model)
+    kept = [n for n in logits.graph.node if not (n.op_type == "Softmax" and n.output[0] in softmaxes)]
+    del logits.graph.node[:]
+    logits.graph.node.extend(kept)
+    for output in logits.graph.output:
+        if output.name in softmaxes:
+            output.name = softmaxes[output.name].input[0]
+    return logits
+
+
 def _float_input(name: str, shape: list[int]) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 

@@ -28,6 +28,16 @@ def _memory_cell(entry: dict[str, Any]) -> str:
     return "/".join(cells)
 
 
+def _accuracy_cell(model: dict[str, Any], entry: dict[str, Any]) -> str:
+    """Largest absolute / relative difference from onnxruntime's float32 outputs, and of the
+    logits where the outputs are a Softmax's."""
+    cell = f"{entry['max_abs_diff']:.2g} / {entry['max_rel_diff']:.2g}"
+    logits = model.get("logits", {})
+    if "max_abs_diff" in logits:
+        cell += f" (logits {logits['max_abs_diff']:.2g} / {logits['max_rel_diff']:.2g})"
+    return cell
+
+
 def _model_row(name: str, model: dict[str, Any], entry: dict[str, Any]) -> list[str]:
     if "error" in entry:
         return [name, "error: " + entry["error"][:80], "", "", "", "", "", ""]
@@ -44,14 +54,21 @@ def latency_tables(results: dict[str, Any]) -> list[str]:
     lines = []
     header = ["model", "onnxruntime ms", "onnxc ms", "ratio", "target", "arena MB", "peak RSS onnxc/ort MB",
               "compile s"]
+    precision = results["config"].get("precision", "fp32")
+    reduced = precision != "fp32"
+    if reduced:
+        header.append("max abs / rel diff")
     for threads in results["config"]["threads"]:
         rows = []
         for name, model in results["models"].items():
             if "error" in model and not model["threads"]:
-                rows.append([name, "error: " + model["error"][:80], "", "", "", "", "", ""])
+                rows.append([name, "error: " + model["error"][:80], "", "", "", "", "", ""] + [""] * reduced)
             elif str(threads) in model["threads"]:
-                rows.append(_model_row(name, model, model["threads"][str(threads)]))
-        lines += ["", f"threads = {threads} (median of interleaved runs; ratio = onnxc / onnxruntime)"]
+                entry = model["threads"][str(threads)]
+                rows.append(_model_row(name, model, entry)
+                            + ([_accuracy_cell(model, entry) if "error" not in entry else ""] if reduced else []))
+        lines += ["", f"threads = {threads} (median of interleaved runs; ratio = onnxc / onnxruntime)"
+                  + (f"; onnxc in {precision}, onnxruntime in fp32" if reduced else "")]
         lines += table(header, rows)
         geomean = results["geomean"].get(str(threads))
         lines.append(f"geometric mean of ratios: {_number(geomean, 3)}")
@@ -71,7 +88,9 @@ def gemm_table(results: dict[str, Any]) -> list[str]:
         rows.append([shape, e["b"], str(e["threads"]), f"{e['onnxc_gflops']:.1f}", f"{e['onnxruntime_gflops']:.1f}",
                      _number(e.get("numpy_gflops"), 1), _number(e.get("onnxc_over_numpy"), 2)])
     header = ["M x K x N", "B", "threads", "onnxc GFLOP/s", "onnxruntime GFLOP/s", "numpy GFLOP/s", "onnxc/numpy"]
-    return ["", "GEMM (MatMul, fp32)"] + table(header, rows)
+    precision = results["config"].get("precision", "fp32")
+    title = "GEMM (MatMul, fp32)" if precision == "fp32" else f"GEMM (MatMul; onnxc in {precision}, the others fp32)"
+    return ["", title] + table(header, rows)
 
 
 def targets_summary(results: dict[str, Any]) -> list[str]:

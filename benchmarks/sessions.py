@@ -6,15 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 
-def onnxc_session(model_path: str, threads: int) -> Any:
-    """onnxc with ``threads`` intra-op threads (a build with OpenMP when above one). A model with
-    symbolic dims past the batch is built for the shape it is timed at during the warm-up runs
-    (``sync``), where a session by default builds it in the background while the generic build
-    serves the runs: the timed runs measure the state the default reaches seconds later."""
+def onnxc_session(model_path: str, threads: int, precision: str = "fp32") -> Any:
+    """onnxc with ``threads`` intra-op threads (a build with OpenMP when above one), its GEMMs in
+    ``precision`` (session.onnxc.precision). A model with symbolic dims past the batch is built
+    for the shape it is timed at during the warm-up runs (``sync``), where a session by default
+    builds it in the background while the generic build serves the runs: the timed runs measure
+    the state the default reaches seconds later."""
     import onnxc
     options = onnxc.SessionOptions()
     options.intra_op_num_threads = threads
     options.add_session_config_entry("session.onnxc.specialise_shapes", "sync")
+    if precision != "fp32":
+        options.add_session_config_entry("session.onnxc.precision", precision)
     return onnxc.InferenceSession(model_path, options)
 
 

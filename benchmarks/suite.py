@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 from . import gemm, harness, memory, targets
-from .models import BenchModel
+from .models import BenchModel, logits_model
 from .sessions import SESSION_MAKERS
 
 Log = Callable[[str], None]
@@ -33,6 +33,7 @@ class SuiteConfig:
     memory: bool
     gemm_shapes: list[gemm.Shape]
     smoke: bool = False
+    precision: str = "fp32"   # onnxc's (session.onnxc.precision); onnxruntime runs float32
 
 
 @contextlib.contextmanager
@@ -61,7 +62,8 @@ def run_suite(models: list[BenchModel], config: SuiteConfig, log: Log) -> dict[s
         if config.gemm_shapes:
             folder = os.path.join(workdir, "gemm")
             with private_cache(os.path.join(folder, "cache")):
-                results["gemm"] = gemm.run(config.gemm_shapes, config.threads, config.timing, folder, log)
+                results["gemm"] = gemm.run(config.gemm_shapes, config.threads, config.timing, folder, log,
+                                           config.precision)
         results["targets"] = targets.evaluate(results)
         results["machine"]["load_average_end"] = _load_average()
         return results
@@ -83,12 +85,22 @@ def bench_model(entry: BenchModel, config: SuiteConfig, folder: str, log: Log) -
     record["inputs"] = {name: list(array.shape) for name, array in feed.items()}
     model_path, feed_path = os.path.join(folder, "model.onnx"), os.path.join(folder, "feed.npz")
     onnx.save(model, model_path)
+    logits = logits_model(model) if config.precision != "fp32" else None
     del model
     np.savez(feed_path, **feed)
     with private_cache(os.path.join(folder, "cache")):
         for threads in config.threads:
             record["threads"][str(threads)] = _at_threads(model_path, feed, feed_path, threads, config)
             log(_progress_line(entry.name, record["threads"][str(threads)]))
+        if logits is not None:   # (the accuracy of a classifier's products, before its Softmax)
+            logits_path = os.path.join(folder, "logits.onnx")
+            onnx.save(logits, logits_path)
+            try:
+                record["logits"] = harness.accuracy(logits_path, feed, config.threads[0], config.precision)
+                log(f"{entry.name} logits: max abs diff {record['logits']['max_abs_diff']:.3g}, relative "
+                    f"{record['logits']['max_rel_diff']:.3g}")
+            except Exception as e:  # noqa: BLE001 - reported per model
+                record["logits"] = {"error": _one_line(e)}
     shutil.rmtree(folder, ignore_errors=True)
     return record
 
@@ -96,7 +108,7 @@ def bench_model(entry: BenchModel, config: SuiteConfig, folder: str, log: Log) -
 def _at_threads(model_path: str, feed: dict[str, np.ndarray], feed_path: str, threads: int,
                 config: SuiteConfig) -> dict[str, Any]:
     try:
-        result = harness.measure(model_path, feed, threads, config.timing)
+        result = harness.measure(model_path, feed, threads, config.timing, config.precision)
     except Exception as e:  # noqa: BLE001 - reported per model
         return {"threads": threads, "error": _one_line(e)}
     if config.memory:
@@ -121,13 +133,16 @@ def _progress_line(name: str, result: dict[str, Any]) -> str:
     if "error" in result:
         return f"{at}: error: {result['error']}"
     mismatch = "" if result["outputs_match"] else f" OUTPUTS DIFFER (max abs diff {result['max_abs_diff']:.3g})"
+    if result.get("precision", "fp32") != "fp32":
+        mismatch += (f" [{result['precision']}: max abs diff {result['max_abs_diff']:.3g}, "
+                     f"relative {result['max_rel_diff']:.3g}]")
     return (f"{at}: onnxruntime {result['onnxruntime']['median_ms']:.3f} ms, onnxc {result['onnxc']['median_ms']:.3f} "
             f"ms, ratio {result['ratio']:.2f} ({result['runs']} runs){mismatch}")
 
 
 def _config_record(models: list[BenchModel], config: SuiteConfig) -> dict[str, Any]:
     return {"models": [m.name for m in models], "threads": config.threads, "smoke": config.smoke,
-            "memory": config.memory, "timing": dataclasses.asdict(config.timing),
+            "memory": config.memory, "timing": dataclasses.asdict(config.timing), "precision": config.precision,
             "gemm_shapes": [list(s) for s in config.gemm_shapes]}
 
 

@@ -410,7 +410,8 @@ class CEmitter:
     def _helper_data(self, used_types: set) -> dict[str, Any]:
         """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""
         return {**minifloat.helper_data(used_types), **abi.helper_data(), "winograd": _winograd.helper_data(),
-                "embedded": self.opt.embedded, "declare_only": False}
+                "embedded": self.opt.embedded, "declare_only": False,
+                "bf16_gemm": self.opt.target.precision == "bf16"}
 
     def _abi_features(self) -> set[str]:
         """What decides the functions and structs the library exports (``abi.Function.needs``)."""

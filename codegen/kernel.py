@@ -110,6 +110,9 @@ class Target:
     cmsis_nn: bool = False
     # The build may link the system's libraries (image codecs): not a freestanding package.
     system_libraries: bool = True
+    # "bf16": the float32 GEMM's products (MatMul, Gemm, Conv through it) in bfloat16 with float32
+    # sums (c/helpers/sgemm.c.j2, AVX512-BF16); "fp32": float32 throughout.
+    precision: str = "fp32"
 
 
 @dataclass

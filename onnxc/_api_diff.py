@@ -169,7 +169,10 @@ NOTES: dict[tuple[str, str], str] = {
                                             "share bytes)",
     ("SessionOptions", "add_session_config_entry"): "done: the documented keys are accepted (see "
                                                     "`runtime/options.py`); an unknown key warns; "
-                                                    "`session.load_model_format` other than ONNX is refused",
+                                                    "`session.load_model_format` other than ONNX is refused; "
+                                                    "onnxc's own: `session.onnxc.march` (the target CPU) and "
+                                                    "`session.onnxc.precision` (`bf16`: GEMMs and convolutions "
+                                                    "in bfloat16, docs/performance.md)",
     ("SessionOptions", "add_free_dimension_override_by_name"): "done: the compiled code is specialised for the "
                                                                "size",
     ("SessionOptions", "add_free_dimension_override_by_denotation"): "done: the compiled code is specialised for "

@@ -102,7 +102,7 @@ def _compile(args: argparse.Namespace) -> int:
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
                              dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights,
                              threads=threads, cmsis_nn=args.cmsis_nn,
-                             requantize=(args.requantize or "float").replace("-", "_"))
+                             requantize=(args.requantize or "float").replace("-", "_"), precision=args.precision)
     if args.target == "cuda":
         from .runtime import cuda
         # (the options a session with the CUDA provider's defaults asks for: it finds this build)
@@ -598,6 +598,8 @@ def describe_build(manifest: dict[str, Any]) -> list[str]:
         "fixed dims: " + (", ".join(f"{key}={size}" + (" (denotation)" if kind == "denotation" else "")
                                     for kind, key, size in o.get("dim_overrides") or ()) or "none"),
         f"SIMD target: {simd} (-march={o.get('march') or 'none: portable'}; C {o.get('opt', '?')})",
+        "precision: " + ("bf16 (GEMM and convolution products in bfloat16, float32 sums)"
+                         if o.get("precision") == "bf16" else "fp32"),
         f"memory: {o.get('memory', '?')}" + (f" ({human_size(manifest['arena_bytes'])} arena)"
                                               if "arena_bytes" in manifest else ""),
     ]
@@ -745,6 +747,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --target c: int8 Conv, depthwise Conv, MatMul and Gemm nodes CMSIS-NN can "
                         "compute call its kernels (the build links CMSIS-NN: the Makefile's CMSIS_NN names its folder); "
                         "requantization is then fixed-point")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="bf16: float32 MatMul, Gemm and Conv multiply in bfloat16 with float32 sums (about "
+                        "3 significant digits per product; needs a CPU with AVX512-BF16, refused elsewhere); "
+                        "fp32: float32 throughout (default). Same as the session config entry "
+                        "session.onnxc.precision")
     p.add_argument("--dim", action="append", metavar="NAME=SIZE",
                    help="fix a symbolic input dim (repeatable); with --target c every dim must be fixed "
                         "or bounded: NAME<=MAX builds for every size up to MAX, the arena sized for MAX")

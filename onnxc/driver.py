@@ -25,7 +25,7 @@ from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, CudaToolchain, HelperObject, Toolchain
 from .compiler import frontend
-from .compiler.errors import RankKnownAtRunTime, UnsupportedError
+from .compiler.errors import InvalidArgument, RankKnownAtRunTime, UnsupportedError
 from .compiler.ir import Graph
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
@@ -115,6 +115,9 @@ class CompileOptions:
     # session.set_denormal_as_zero=1: each run flushes denormal floats to zero (FTZ/DAZ), then
     # restores the caller's floating-point mode (templates/c/runtime.c.j2, onnxc_fpmode_flush).
     denormal_as_zero: bool = False
+    # "bf16": the float32 GEMMs and convolutions multiply in bfloat16 with float32 sums, on CPUs
+    # with AVX512-BF16 (``check_precision``); "fp32" (the default): float32 throughout.
+    precision: str = "fp32"
     initializers: Optional[dict] = field(default=None, compare=False, repr=False)
     # One input signature of a model with values of run-time rank (runtime/specialise.py): the
     # dims of every tensor input, (name, dims) pairs, and the elements of small integer inputs,
@@ -217,9 +220,37 @@ def _custom_ops(options: CompileOptions) -> Iterator[list]:
         yield descs
 
 
+PRECISIONS = ("fp32", "bf16")
+# What the bfloat16 GEMM's instructions need (cpuinfo spelling): vcvtne2ps2bf16 and vdpbf16ps,
+# and vpermw (AVX512-BW) to interleave the pairs. CPUs with AMX-BF16 have them too.
+BF16_FEATURES = ("avx512_bf16", "avx512bw")
+
+
+def check_precision(options: CompileOptions) -> None:
+    """Raises InvalidArgument unless ``options.precision`` is one this build can compile: "fp32",
+    or "bf16" for a native build whose target CPU (``--march``) has ``BF16_FEATURES``."""
+    if options.precision not in PRECISIONS:
+        raise InvalidArgument(f"precision {options.precision!r}: expected one of {', '.join(PRECISIONS)}")
+    if options.precision == "fp32":
+        return
+    if options.target != "native":
+        raise InvalidArgument(f"precision bf16: not with --target {options.target} (the bfloat16 GEMM is an "
+                              "AVX512-BF16 kernel of native CPU builds)")
+    toolchain = options.toolchain()
+    assert isinstance(toolchain, Toolchain)
+    lacking = [f for f in BF16_FEATURES if f not in toolchain.isa()]
+    if lacking:
+        cpu = f"-march={options.march}" if options.march else "a portable build"
+        raise InvalidArgument(f"precision bf16 needs a CPU with {' and '.join(BF16_FEATURES)} (bfloat16 "
+                              f"dot products); the target CPU ({cpu}) lacks {', '.join(lacking)}. Use precision "
+                              "fp32, or compile on (or --march for) a CPU that has them (AVX512-BF16: Intel "
+                              "Cooper Lake, Sapphire Rapids and later, AMD Zen 4 and later)")
+
+
 def _check_options(options: CompileOptions, descs: list) -> None:
     if options.target not in ("native", "c", "cuda"):
         raise ValueError(f"unknown target {options.target!r} (native, c or cuda)")
+    check_precision(options)
     embedded_package.check_prefix(options.prefix)
     if options.target == "cuda" and (options.threads > 1 or options.inter_threads or options.profile):
         raise ValueError("CUDA builds run without host threads or profiling")
@@ -287,13 +318,15 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
     target = Target(gemm_mr=mr, gemm_nr=nr,
                     # (the CUDA kernels read weights as they are)
                     prepack=options.optimization_level >= 99 and not cuda,
-                    # (not in a package: its transformed filters take 1.8-4x the weights' memory)
+                    # (not in a package: its transformed filters take 1.8-4x the weights' memory;
+                    # in bf16 its products stay float32: c/helpers/winograd.j2)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
                     and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded,
                     int8_gemm=not embedded and not cuda,
                     system_libraries=not embedded, cmsis_nn=options.cmsis_nn,
-                    requantize="fixed_point" if options.cmsis_nn else options.requantize)
+                    requantize="fixed_point" if options.cmsis_nn else options.requantize,
+                    precision=options.precision)
     emitter = CudaEmitter if cuda else CEmitter
     extra: dict[str, Any] = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
     emitted = emitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),

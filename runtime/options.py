@@ -31,6 +31,7 @@ class ExecutionOrder(enum.IntEnum):
 
 
 MARCH_KEY = "session.onnxc.march"
+PRECISION_KEY = "session.onnxc.precision"
 
 # Session config keys onnxruntime documents (onnxruntime_session_options_config_keys.h) with
 # what onnxc does with them; any other key warns, as it would have no effect.
@@ -64,6 +65,8 @@ CONFIG_KEYS = {
     # onnxc's own keys
     MARCH_KEY: "the CPU the code is compiled for: a -march value (x86-64-v3, x86-64-v4, skylake-avx512, "
                "...), 'native' (the default: this machine) or '' (portable C)",
+    PRECISION_KEY: "'fp32' (the default) or 'bf16': float32 MatMul, Gemm and Conv multiply in bfloat16 with "
+                   "float32 sums (CPUs with AVX512-BF16; refused elsewhere)",
     "session.onnxc.specialise_shapes": "a model with symbolic dims past the batch is also built for the input "
                                        "shapes it runs at: 'background' (the default), 'sync' or 'off'",
 }

@@ -21,8 +21,8 @@ from ..driver import CompileOptions, compile_cached, optimize
 from . import cache, cuda, environment
 from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
-from .options import (MARCH_KEY, Env, ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions,
-                      usable_cores)
+from .options import (MARCH_KEY, PRECISION_KEY, Env, ExecutionMode, GraphOptimizationLevel, RunOptions,
+                      SessionOptions, usable_cores)
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
 from .specialise import SHAPES_ENV, SHAPES_KEY, SHAPES_MODES, ShapeTiers, SpecialisingModel, specialises_shapes
@@ -350,7 +350,8 @@ class InferenceSession:
                                  inter_threads=(int(so.inter_op_num_threads) or usable_cores())
                                  if int(so.execution_mode) == 1 else 0,
                                  denormal_as_zero=so._config.get("session.set_denormal_as_zero") == "1",
-                                 march=_march(so._config.get(MARCH_KEY, "native")))
+                                 march=_march(so._config.get(MARCH_KEY, "native")),
+                                 precision=so._config.get(PRECISION_KEY, "fp32"))
         return dataclasses.replace(options, **self._cuda_compile_options())
 
     def _cuda_compile_options(self) -> dict[str, Any]:
@@ -790,7 +791,7 @@ def _type_string(dtype: np.dtype) -> str:
 # The compile options that decide what an artifact runs as and that session options set: an
 # artifact folder built with others runs as built, with a warning.
 DECIDING_OPTIONS = ("threads", "inter_threads", "optimization_level", "disabled_passes", "dim_overrides",
-                    "memory", "denormal_as_zero")
+                    "memory", "denormal_as_zero", "precision")
 _warned: set[tuple[str, str]] = set()
 
 
@@ -817,6 +818,8 @@ def _asked_options(so: SessionOptions, disabled: Sequence[str]) -> set[str]:
         asked.add("disabled_passes")
     if "session.set_denormal_as_zero" in so._config:
         asked.add("denormal_as_zero")
+    if PRECISION_KEY in so._config:
+        asked.add("precision")
     return asked
 
 
@@ -841,6 +844,10 @@ def _as_built(so: SessionOptions, built: dict[str, Any]) -> SessionOptions:
         copy._config["session.set_denormal_as_zero"] = "1"
     else:
         copy._config.pop("session.set_denormal_as_zero", None)
+    if built.get("precision", "fp32") != "fp32":
+        copy._config[PRECISION_KEY] = built["precision"]
+    else:
+        copy._config.pop(PRECISION_KEY, None)
     return copy
 
 

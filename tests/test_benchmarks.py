@@ -210,3 +210,37 @@ def test_compile_time_benchmark_times_each_stage(tmp_path, monkeypatch):
     assert compile_time.idle_makespan([1.0, 2.0, 2.0, 3.0], 2) == 4.0
     assert compile_time.idle_makespan([1.0, 2.0], 1) == 3.0
     assert "| tanh.onnx | 1 |" in compile_time.table([("tanh.onnx", r)])
+
+
+# --- bf16 precision -----------------------------------------------------------------------------------------
+
+def test_bf16_precision_times_against_float32_and_reports_the_accuracy(tmp_path):
+    from onnxc import driver
+    from onnxc.runtime import cpu
+    results = _run_main(tmp_path, "--smoke", "--models", "tiny_cnn", "--precision", "bf16", "--no-gemm")
+    assert results["config"]["precision"] == "bf16" and not results["config"]["memory"]
+    entry = results["models"]["tiny_cnn"]["threads"]["1"]
+    if not set(driver.BF16_FEATURES) <= (cpu.host_features() or frozenset()):
+        assert "avx512_bf16" in entry["error"] or "avx512bw" in entry["error"]   # refused, and said so
+        return
+    _assert_timed(entry)   # (outputs_match: within harness.BF16_REL_TOL of the largest output)
+    assert entry["precision"] == "bf16"
+    # bfloat16's rounding shows, and stays within a few of its 2^-8 steps
+    assert 0 < entry["max_rel_diff"] <= 0.05 and entry["max_abs_diff"] > 0
+
+
+def test_logits_model_outputs_what_the_softmax_takes():
+    w = onnx.numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 5)).astype(np.float32), "w")
+    nodes = [onnx.helper.make_node("MatMul", ["x", "w"], ["logits"]),
+             onnx.helper.make_node("Softmax", ["logits"], ["prob"], axis=-1)]
+    value = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph(nodes, "g", [value("x", onnx.TensorProto.FLOAT, [3, 8])],
+                                   [value("prob", onnx.TensorProto.FLOAT, [3, 5])], [w])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    logits = models.logits_model(model)
+    onnx.checker.check_model(logits)
+    x = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
+    np.testing.assert_allclose(run_ort(logits, {"x": x})[0], x @ onnx.numpy_helper.to_array(w), rtol=1e-5)
+    assert [o.name for o in model.graph.output] == ["prob"]   # (the model itself unchanged)
+    assert models.logits_model(logits) is None
