@@ -47,7 +47,8 @@ class Expr(CText):
     args: tuple
 
     def __new__(cls, op: str, args: tuple, text: str) -> Expr:
-        self = super().__new__(cls, text, tuple(r for a in args for r in refs(a)))
+        self = str.__new__(cls, text)
+        self.refs = tuple(r for a in args for r in refs(a))
         self.op, self.args = op, args
         return self
 
@@ -143,8 +144,13 @@ def symbols(x: CExpr) -> Optional[frozenset[str]]:
         return frozenset({plain(x)})
     if not isinstance(x, Expr):
         return None
-    parts = [symbols(a) for a in x.args]
-    return None if any(p is None for p in parts) else frozenset().union(*parts)
+    found: set[str] = set()
+    for a in x.args:
+        part = symbols(a)
+        if part is None:
+            return None
+        found |= part
+    return frozenset(found)
 
 
 def evaluate(x: CExpr, values: dict[str, int]) -> int:
