@@ -348,6 +348,19 @@ def test_codegen_reads_no_generated_code():
     assert found == allowed
 
 
+def test_a_scratch_size_of_bounded_dims_is_planned_in_the_arena():
+    """A package whose spatial dims are bounded: the Conv's im2col buffer, sized at run time by
+    a band of rows (onnxc_dim_max of a quotient of the dims), gets the arena room of its largest
+    size (a run-time check against it) instead of an allocation, which a package refuses."""
+    from onnxc.driver import CompileOptions, generate_source
+    w = onnx.numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "W")
+    model = make_model([helper.make_node("Conv", ["x", "W"], ["y"], pads=[1, 1, 1, 1])],
+                       [("x", T.FLOAT, [1, 2, "h", "w"])], [("y", T.FLOAT, [1, 4, "h", "w"])], [w])
+    package = generate_source(model, CompileOptions(target="c", march="", dim_bounds=(("h", 8), ("w", 8))))
+    assert "onnxc_dim_max(1, " in package.source and "malloc" not in package.source
+    assert re.search(r"scratch_col = \(uint8_t \*\)\(void \*\)\(ctx->arena \+ ARENA_PLANNED \+ \d+\);", package.source)
+
+
 def test_a_cuda_shell_takes_only_the_scratch_it_uses():
     """A float32 MatMul of two run-time operands: the C build packs them in scratch, the CUDA
     kernel stages tiles in shared memory. The CUDA function takes no scratch and its device
