@@ -803,12 +803,14 @@ class CEmitter:
         return None if any(d is None for d in dims) else num_elements(dims) * v.dtype.itemsize
 
     def _bounded_scratch(self, size: str) -> Optional[int]:
-        """The largest value of a scratch size (a C expression of dim variables) over every size
-        of the bounded input dims it depends on (at their bounds where there are too many)."""
-        if not self.opt.dim_bounds:
+        """The largest value of a scratch size (a ``cexpr`` expression of dim variables) over
+        every size of the bounded input dims it depends on (at their bounds where there are too
+        many); None where it names an unbounded dim or text cexpr cannot evaluate."""
+        symbols = cexpr.symbols(size)
+        if not self.opt.dim_bounds or symbols is None:
             return None
         names = {self.dim_var(sym): sym for sym in self.g.dims.defs}
-        used = sorted(set(re.findall(r"\b[A-Za-z_]\w*\b", size)) & set(names))
+        used = sorted(symbols & set(names))
         if any(self.dim_bound(names[u]) is None for u in used):
             return None
         inputs = sorted({i for u in used for i in self._input_syms(names[u])})

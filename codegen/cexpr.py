@@ -1,10 +1,18 @@
-"""Small helpers that build C integer expressions from dims, folding constants."""
+"""C integer expressions of dims (sizes, strides, element counts), built as data.
+
+The helpers fold constants and return an int where they can; otherwise an :class:`Expr`,
+which is the C text (a ``uses.CText``: the identifiers it names are recorded where it is
+written) and also the operation and operands it was built from. So the compiler asks a size
+which dim variables it names (:func:`symbols`) and what it is worth for given dims
+(:func:`evaluate`) from that data, never by reading the text back. A dim variable is a
+``uses.DimVar``; any other text an expression is built from is opaque: it has no symbols and
+no value (a size that names it is known only at run time).
+"""
 from __future__ import annotations
 
-import re
-from typing import Iterable, Union
+from typing import Callable, Iterable, Optional, Union
 
-from .uses import join
+from .uses import CText, DimVar, plain, refs
 
 CExpr = Union[int, str]   # a str may be a uses.CText: the identifiers it names travel with it
 
@@ -13,6 +21,43 @@ def lit(x: CExpr) -> str:
     if isinstance(x, int):
         return f"INT64_C({x})" if abs(x) > 2**31 - 1 else str(x)
     return x
+
+
+def _c_div(a: int, b: int) -> int:
+    """C's integer division (truncates toward zero)."""
+    if b == 0:
+        raise ValueError("division by zero in a dim expression")
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+# The run-time dim helpers (c/helpers) an expression may call, by their value in Python.
+DIM_FUNCTIONS: dict[str, Callable[[int, int], int]] = {
+    "onnxc_dim_max": max, "onnxc_dim_min": min,
+    "onnxc_dim_floordiv": lambda a, b: a // b if b else -1,
+    "onnxc_dim_ceildiv": lambda a, b: -(-a // b) if b else -1,
+    "onnxc_dim_mod": lambda a, b: a % b if b else -1,
+}
+
+
+class Expr(CText):
+    """A symbolic C integer expression: its text, and ``op`` applied to ``args`` (ints,
+    ``DimVar``s, other ``Expr``s, or opaque text)."""
+    op: str        # "mul", "add", "div", "round_up" or a DIM_FUNCTIONS name
+    args: tuple
+
+    def __new__(cls, op: str, args: tuple, text: str) -> Expr:
+        self = str.__new__(cls, text)
+        self.refs = tuple(r for a in args for r in refs(a))
+        self.op, self.args = op, args
+        return self
+
+    @property
+    def symbols(self) -> Optional[frozenset[str]]:
+        return symbols(self)
+
+    def evaluate(self, values: dict[str, int]) -> int:
+        return evaluate(self, values)
 
 
 def mul(*xs: CExpr) -> CExpr:
@@ -26,8 +71,10 @@ def mul(*xs: CExpr) -> CExpr:
         return 0
     if not syms:
         return const
-    terms = ([lit(const)] if const != 1 else []) + syms
-    return terms[0] if len(terms) == 1 else join("", ["(", join(" * ", terms), ")"])
+    terms = ([const] if const != 1 else []) + syms
+    if len(terms) == 1:
+        return terms[0]
+    return Expr("mul", tuple(terms), "(" + " * ".join(plain(lit(t)) for t in terms) + ")")
 
 
 def add(*xs: CExpr) -> CExpr:
@@ -39,8 +86,40 @@ def add(*xs: CExpr) -> CExpr:
             syms.append(x)
     if not syms:
         return const
-    terms = syms + ([lit(const)] if const != 0 else [])
-    return terms[0] if len(terms) == 1 else join("", ["(", join(" + ", terms), ")"])
+    terms = syms + ([const] if const != 0 else [])
+    if len(terms) == 1:
+        return terms[0]
+    return Expr("add", tuple(terms), "(" + " + ".join(plain(lit(t)) for t in terms) + ")")
+
+
+def div(a: CExpr, b: CExpr) -> CExpr:
+    """``(a / b)`` in C (truncating)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return _c_div(a, b)
+    return Expr("div", (a, b), f"({_quotient(a, b)})")
+
+
+def _quotient(a: CExpr, b: CExpr) -> str:
+    return f"{plain(lit(a))} / {plain(lit(b))}"
+
+
+def round_up(x: CExpr, m: int) -> CExpr:
+    """``x`` rounded up to a multiple of ``m`` (> 0)."""
+    if isinstance(x, int):
+        return -(-x // m) * m
+    return Expr("round_up", (x, m), f"(({plain(x)} + {m - 1}) / {m} * {m})")
+
+
+def call(fn: str, a: CExpr, b: CExpr) -> Expr:
+    """A call of one of the run-time dim helpers (``DIM_FUNCTIONS``), as written (not folded)."""
+    if fn not in DIM_FUNCTIONS:
+        raise ValueError(f"internal: {fn!r} is not a dim function")
+    return Expr(fn, (a, b), f"{fn}({_argument(a)}, {_argument(b)})")
+
+
+def _argument(x: CExpr) -> str:
+    """``x`` as a call's argument: a quotient without its parentheses."""
+    return _quotient(*x.args) if isinstance(x, Expr) and x.op == "div" else plain(lit(x))
 
 
 def prod(xs: Iterable[CExpr]) -> CExpr:
@@ -57,6 +136,49 @@ def strides(dims: list[CExpr]) -> list[CExpr]:
     return out[::-1]
 
 
+def symbols(x: CExpr) -> Optional[frozenset[str]]:
+    """The dim variables ``x`` names, or None where it holds opaque text."""
+    if isinstance(x, int):
+        return frozenset()
+    if isinstance(x, DimVar):
+        return frozenset({plain(x)})
+    if not isinstance(x, Expr):
+        return None
+    found: set[str] = set()
+    for a in x.args:
+        part = symbols(a)
+        if part is None:
+            return None
+        found |= part
+    return frozenset(found)
+
+
+def evaluate(x: CExpr, values: dict[str, int]) -> int:
+    """The value of ``x`` for the dim variables ``values``, as C computes it. Raises
+    ValueError where ``x`` holds opaque text, names a variable ``values`` lacks, or divides by 0."""
+    if isinstance(x, int):
+        return x
+    if isinstance(x, DimVar):
+        if plain(x) not in values:
+            raise ValueError(f"no value for dim {plain(x)}")
+        return values[plain(x)]
+    if not isinstance(x, Expr):
+        raise ValueError(f"not a dim expression the compiler built: {plain(x)}")
+    args = [evaluate(a, values) for a in x.args]
+    if x.op == "mul":
+        out = 1
+        for a in args:
+            out *= a
+        return out
+    if x.op == "add":
+        return sum(args)
+    if x.op == "div":
+        return _c_div(*args)
+    if x.op == "round_up":
+        return _c_div(args[0] + args[1] - 1, args[1]) * args[1]
+    return DIM_FUNCTIONS[x.op](*args)
+
+
 # float32 functions that have a vectorizable version in c/helpers/fastmath.c.j2 (error bounds there).
 FAST_FLOAT = {"exp": "onnxc_expf", "erf": "onnxc_erff", "tanh": "onnxc_tanhf"}
 
@@ -67,52 +189,3 @@ def math_fn(name: str, compute: str) -> str:
     if compute == "float":
         return FAST_FLOAT.get(name, name + "f")
     return name
-
-
-_DIM_FUNCTIONS = {
-    "onnxc_dim_max": max, "onnxc_dim_min": min,
-    "onnxc_dim_floordiv": lambda a, b: a // b if b else -1,
-    "onnxc_dim_ceildiv": lambda a, b: -(-a // b) if b else -1,
-    "onnxc_dim_mod": lambda a, b: a % b if b else -1,
-}
-
-
-def evaluate(expr: CExpr, values: dict[str, int]) -> int:
-    """The value of a C integer expression this module (or a lowering) built from dims: names
-    from ``values``, + - * / % (C division truncates), INT64_C(n), the onnxc_dim_* helpers.
-    Raises ValueError on anything else."""
-    import ast
-    if isinstance(expr, int):
-        return expr
-    text = re.sub(r"\bINT64_C\((-?\d+)\)", r"\1", expr)
-    text = re.sub(r"\((?:u?int64_t|size_t|int)\)", "", text)
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        raise ValueError(f"not a dim expression: {expr}") from None
-
-    def ev(node: ast.AST) -> int:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.Name) and node.id in values:
-            return values[node.id]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Add):
-                return a + b
-            if isinstance(node.op, ast.Sub):
-                return a - b
-            if isinstance(node.op, ast.Mult):
-                return a * b
-            if isinstance(node.op, (ast.Div, ast.Mod)) and b != 0:
-                q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-                return q if isinstance(node.op, ast.Div) else a - b * q
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _DIM_FUNCTIONS \
-                and len(node.args) == 2 and not node.keywords:
-            return _DIM_FUNCTIONS[node.func.id](ev(node.args[0]), ev(node.args[1]))
-        raise ValueError(f"not a dim expression: {expr}")
-    return ev(tree)

@@ -41,9 +41,9 @@ class Uses:
         """A tensor parameter's name, as the lowering and its templates see it."""
         return CText(name, ((self, "tensor", name),))
 
-    def dim(self, var: str) -> CText:
+    def dim(self, var: str) -> DimVar:
         """A dim variable (``dim_*``), as the lowering and its templates see it."""
-        return CText(var, ((self, "dim", var),))
+        return DimVar(var, ((self, "dim", var),))
 
     def mark(self, kind: str, name: str) -> None:
         (self._into.tensors if kind == "tensor" else self._into.dims).add(name)
@@ -100,6 +100,11 @@ class CText(str):
 
     def __reduce__(self) -> tuple:
         return (str, (plain(self),))   # a copy outside the emitter is plain text
+
+
+class DimVar(CText):
+    """A dim variable's name: the one kind of identifier a size expression of
+    ``codegen.cexpr`` holds as a symbol (text built from it by ``+`` is a plain ``CText``)."""
 
 
 def plain(text: Any) -> Any:

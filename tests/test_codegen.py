@@ -131,6 +131,33 @@ def test_cexpr_folds_constants():
     assert cexpr.add(1, 2) == 3
     assert cexpr.strides([2, "n", 4]) == ["(4 * n)", 4, 1]
     assert cexpr.lit(2**40) == "INT64_C(1099511627776)"
+    assert cexpr.round_up(5, 4) == 8 and cexpr.div(-7, 2) == -3   # (C division truncates)
+
+
+def test_a_size_expression_carries_its_dims_and_value_as_data():
+    """A size built from dim variables names them and is evaluated from how it was built, as
+    C computes it (truncating division, the onnxc_dim_* helpers); text it was built from that
+    is not a dim variable leaves it without symbols or value."""
+    from onnxc.codegen.uses import Uses
+    uses = Uses()
+    n, m = uses.dim("dim_n"), uses.dim("dim_m")
+    rows = cexpr.call("onnxc_dim_max", 1, cexpr.div(1000, cexpr.mul(3, cexpr.call("onnxc_dim_max", 1, m))))
+    size = cexpr.add(cexpr.mul(2**40, rows, n), cexpr.round_up(n, 4), -1)
+    assert size == "((INT64_C(1099511627776) * onnxc_dim_max(1, 1000 / (3 * onnxc_dim_max(1, dim_m))) * dim_n)" \
+        " + ((dim_n + 3) / 4 * 4) + -1)"
+    assert cexpr.symbols(size) == size.symbols == {"dim_n", "dim_m"} and cexpr.symbols(7) == set()
+    assert size.evaluate({"dim_n": 5, "dim_m": 7}) == 2**40 * 47 * 5 + 8 - 1
+    assert cexpr.evaluate(size, {"dim_n": 1, "dim_m": 0}) == 2**40 * 333 + 4 - 1
+    assert cexpr.mul(cexpr.div(n, m), 3) == "(3 * (dim_n / dim_m))"   # a quotient keeps its parentheses
+    assert cexpr.evaluate(cexpr.div(n, m), {"dim_n": -7, "dim_m": 2}) == -3
+    with pytest.raises(ValueError):
+        cexpr.evaluate(size, {"dim_n": 5})
+    with pytest.raises(ValueError):
+        cexpr.evaluate(cexpr.div(n, m), {"dim_n": 5, "dim_m": 0})
+    opaque = cexpr.mul(n, n + " - 1")   # (``+`` makes text, not a size)
+    assert opaque == "(dim_n * dim_n - 1)" and cexpr.symbols(opaque) is None and cexpr.symbols("dim_n") is None
+    with pytest.raises(ValueError):
+        cexpr.evaluate(opaque, {"dim_n": 5})
 
 
 def test_every_step_kind_has_a_macro_in_each_backend():
@@ -297,18 +324,16 @@ def test_a_node_function_takes_what_its_body_writes(tmp_path):
 
 def test_codegen_reads_no_generated_code():
     """Nothing in codegen/ searches the code it rendered: a node function's parameters are what
-    its text recorded (codegen/uses.py). The regular expressions left work on model names (C
-    identifiers and macro names made from them), on the package prefix, and on the dim
-    expressions a lowering built as scratch sizes; a new one is reviewed here."""
+    its text recorded (codegen/uses.py), a size's dims and value are the data it was built from
+    (codegen/cexpr.py). The regular expressions left work on model names (C identifiers and
+    macro names made from them) and on the package prefix; a new one is reviewed here."""
     import ast
     import pathlib
 
     import onnxc.codegen as codegen
     allowed = {("names.py", "Mangler.__call__"),          # a model name -> a C identifier
                ("embedded.py", "<module>"),                # the --name prefix is a C identifier
-               ("c_emitter.py", "CEmitter._emit_embedded"),  # a bounded dim's name -> a macro name
-               ("c_emitter.py", "CEmitter._bounded_scratch"),  # the dims a scratch size expression names
-               ("cexpr.py", "evaluate")}                   # the value of a dim expression a lowering built
+               ("c_emitter.py", "CEmitter._emit_embedded")}  # a bounded dim's name -> a macro name
     found = set()
 
     def visit(node: ast.AST, scope: tuple[str, ...], module: str) -> None:
@@ -321,6 +346,19 @@ def test_codegen_reads_no_generated_code():
     for path in sorted(pathlib.Path(codegen.__file__).parent.glob("*.py")):
         visit(ast.parse(path.read_text()), (), path.name)
     assert found == allowed
+
+
+def test_a_scratch_size_of_bounded_dims_is_planned_in_the_arena():
+    """A package whose spatial dims are bounded: the Conv's im2col buffer, sized at run time by
+    a band of rows (onnxc_dim_max of a quotient of the dims), gets the arena room of its largest
+    size (a run-time check against it) instead of an allocation, which a package refuses."""
+    from onnxc.driver import CompileOptions, generate_source
+    w = onnx.numpy_helper.from_array(np.ones((4, 2, 3, 3), np.float32), "W")
+    model = make_model([helper.make_node("Conv", ["x", "W"], ["y"], pads=[1, 1, 1, 1])],
+                       [("x", T.FLOAT, [1, 2, "h", "w"])], [("y", T.FLOAT, [1, 4, "h", "w"])], [w])
+    package = generate_source(model, CompileOptions(target="c", march="", dim_bounds=(("h", 8), ("w", 8))))
+    assert "onnxc_dim_max(1, " in package.source and "malloc" not in package.source
+    assert re.search(r"scratch_col = \(uint8_t \*\)\(void \*\)\(ctx->arena \+ ARENA_PLANNED \+ \d+\);", package.source)
 
 
 def test_a_cuda_shell_takes_only_the_scratch_it_uses():

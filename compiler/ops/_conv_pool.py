@@ -157,7 +157,7 @@ def negate(x: CExpr) -> CExpr:
 
 def per_group(total: CExpr, group: int) -> CExpr:
     """Channels per group (``total`` is a multiple of ``group``)."""
-    return total // group if isinstance(total, int) else f"({total} / {group})"
+    return cexpr.div(total, group)
 
 
 def flat_index(names: Sequence[str], sizes: Sequence[CExpr]) -> str:

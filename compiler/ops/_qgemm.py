@@ -46,18 +46,14 @@ class Side:
         return Side(FLIP, 128 if src_signed else -128)
 
 
-def round_up(x: CExpr, m: int) -> CExpr:
-    return -(-x // m) * m if isinstance(x, int) else f"(({x} + {m - 1}) / {m} * {m})"
-
-
 def a_bytes(m: CExpr, k: CExpr) -> CExpr:
     """Bytes of a packed A of m rows (onnxc_qgemm_a_bytes)."""
-    return cexpr.mul(round_up(m, MR), round_up(k, 4))
+    return cexpr.mul(cexpr.round_up(m, MR), cexpr.round_up(k, 4))
 
 
 def b_bytes(n: CExpr, k: CExpr) -> CExpr:
     """Bytes of a packed B of n columns (onnxc_qgemm_b_bytes)."""
-    return cexpr.mul(round_up(n, NR), round_up(k, 4))
+    return cexpr.mul(cexpr.round_up(n, NR), cexpr.round_up(k, 4))
 
 
 def _bytes(x: np.ndarray, flip: int) -> np.ndarray:
@@ -73,7 +69,7 @@ def pack_a(a: np.ndarray, flip: int, signed: bool) -> tuple[np.ndarray, np.ndarr
     """A (M x K) as onnxc_qgemm_pack_a packs it: (bytes, row sums)."""
     v = _bytes(a, flip)
     m, k = v.shape
-    padded = np.zeros((round_up(m, MR), round_up(k, 4)), np.uint8)
+    padded = np.zeros((cexpr.round_up(m, MR), cexpr.round_up(k, 4)), np.uint8)
     padded[:m, :k] = v
     return padded.reshape(-1), _sums(v, signed, 1)
 
@@ -83,7 +79,7 @@ def pack_b(b: np.ndarray, flip: int, signed: bool) -> tuple[np.ndarray, np.ndarr
     column j, byte t hold B[4 g + t][p * NR + j]."""
     v = _bytes(b, flip)
     k, n = v.shape
-    kp, np_ = round_up(k, 4), round_up(n, NR)
+    kp, np_ = cexpr.round_up(k, 4), cexpr.round_up(n, NR)
     padded = np.zeros((kp, np_), np.uint8)
     padded[:k, :n] = v
     packed = padded.reshape(kp // 4, 4, np_ // NR, NR).transpose(2, 0, 3, 1)
@@ -138,7 +134,7 @@ def matmul_kernel(k: KernelContext, a: TensorRef, b: TensorRef, *, a_zero: str, 
     }
     kernel = k.kernel("c/qmatmul.c.j2", helpers=(HELPER,), **data)
     kernel.scratch["qa"] = a_bytes(rows, kk)
-    kernel.scratch["qa_sums"] = cexpr.mul(round_up(rows, MR), 4)
+    kernel.scratch["qa_sums"] = cexpr.mul(cexpr.round_up(rows, MR), 4)
     kernel.scratch["qzb"] = cexpr.mul(b_zero_count, 4)
     if packed is None:
         kernel.scratch["qb"] = b_bytes(n, kk)
@@ -182,7 +178,7 @@ def conv_kernel(node: Node, k: KernelContext, *, x_zero: str, w_zero: str, bias:
     size_in, size_out = int(np.prod(in_dims)), int(np.prod(out_dims))
     direct = all(v == 1 for v in win.kernel + win.strides) and all(p == 0 for p in begins + ends)
     w_side, x_side = Side.of(w.dtype, signed_side=True), Side.of(x.dtype, signed_side=False)
-    rows_per_group = round_up(mg, MR) * round_up(kk, 4)
+    rows_per_group = cexpr.round_up(mg, MR) * cexpr.round_up(kk, 4)
     weights = np.asarray(w.value).reshape(group, mg, kk)
     packs = [pack_a(wg, w_side.flip, True) for wg in weights]
     axes = axes_data(win, in_dims, out_dims, begins)

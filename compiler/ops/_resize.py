@@ -234,8 +234,8 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
         else:
             # The stretched filter has 2 * ceil(support / min(scale, 1)) taps; scale >= out / (2 * in)
             # for every way of choosing the output size, which bounds the taps by the dims.
-            cap = cexpr.add(cexpr.mul(2, f"onnxc_dim_ceildiv({cexpr.lit(cexpr.mul(4 * support, in_d))}, "
-                                          f"onnxc_dim_max({cexpr.lit(out_d)}, 1))"), 2)
+            cap = cexpr.add(cexpr.mul(2, cexpr.call("onnxc_dim_ceildiv", cexpr.mul(4 * support, in_d),
+                                                    cexpr.call("onnxc_dim_max", out_d, 1))), 2)
         tables.append({"axis": a, "in": cexpr.lit(in_d), "out": cexpr.lit(out_d), "stride": cexpr.lit(x.strides[a]),
                        "empty_check": not (isinstance(in_d, int) and isinstance(out_d, int)),
                        "scale": scale.expr, "check": scale.check, "cap": cexpr.lit(cap),

@@ -205,7 +205,7 @@ def _split(ctx: InferContext, hidden, heads: int, name: str):
 
 
 def _split_c(hidden: cexpr.CExpr, heads: int) -> cexpr.CExpr:
-    return hidden // heads if isinstance(hidden, int) else f"({hidden} / {heads})"
+    return cexpr.div(hidden, heads)
 
 
 def _tensor(t: TensorRef) -> dict:

@@ -112,7 +112,8 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
             rows = balanced_rows(min(rows, out_dims[0]), out_dims[0], inner, k.target.threads)
         width = cexpr.mul(rows, inner)
     else:
-        rows = f"onnxc_dim_max(1, {col_elements} / ({cexpr.lit(kk)} * onnxc_dim_max(1, {cexpr.lit(inner)})))"
+        rows = cexpr.call("onnxc_dim_max", 1,
+                          cexpr.div(col_elements, cexpr.mul(kk, cexpr.call("onnxc_dim_max", 1, inner))))
         width = cexpr.mul(rows, inner)
     cast = "" if g.ctype == w.ctype else f"(const {g.ctype} *)"
     sgemm = g is _gemm.FLOAT and x.dtype is dt.FLOAT and w_load is None and y_store is None
