@@ -170,9 +170,12 @@ NOTES: dict[tuple[str, str], str] = {
     ("SessionOptions", "add_session_config_entry"): "done: the documented keys are accepted (see "
                                                     "`runtime/options.py`); an unknown key warns; "
                                                     "`session.load_model_format` other than ONNX is refused; "
-                                                    "onnxc's own: `session.onnxc.march` (the target CPU) and "
+                                                    "onnxc's own: `session.onnxc.march` (the target CPU), "
                                                     "`session.onnxc.precision` (`bf16`: GEMMs and convolutions "
-                                                    "in bfloat16, docs/performance.md)",
+                                                    "in bfloat16, docs/performance.md) and "
+                                                    "`session.onnxc.specialise_shapes` (builds for the input "
+                                                    "shapes a model of symbolic dims runs at: `background`, "
+                                                    "the default, `sync` or `off`; docs/design.md)",
     ("SessionOptions", "add_free_dimension_override_by_name"): "done: the compiled code is specialised for the "
                                                                "size",
     ("SessionOptions", "add_free_dimension_override_by_denotation"): "done: the compiled code is specialised for "
