@@ -418,3 +418,33 @@ def test_tensor_scatter_symbolic_and_range_check():
              "write_indices": np.array([6])}
     with pytest.raises(Exception, match="write index"):
         sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("axis, data_shape, indices_shape", [
+    (1, [1, 1], [1, 128]),     # BERT's token type ids: an expanded constant gathered over 128 positions
+    (0, [40, 3], [64, 2]),     # more than 32 positions on the axis, indices shorter on the other one
+    (-1, [2, 5, 50], [2, 4, 50]),
+])
+def test_gather_elements_of_constants_folds_past_32_positions(axis, data_shape, indices_shape):
+    """Constant GatherElements is folded at compile time: onnx's reference evaluator (np.choose,
+    at most 32 choices) fails beyond 32 positions on the axis, onnxc's own folding does not."""
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal(data_shape).astype(np.float32)
+    axis_len = (indices_shape[axis] if data_shape[axis] == 1 else data_shape[axis])
+    full = list(data_shape)
+    full[axis] = axis_len
+    indices = rng.integers(-axis_len, axis_len, indices_shape).astype(np.int64)
+    shape = np.array(full, np.int64)
+    model = make_model(
+        [_node("Expand", ["data", "shape"], ["expanded"]),
+         _node("GatherElements", ["expanded", "indices"], ["gathered"], axis=axis),
+         _node("Add", ["gathered", "x"], ["y"])],
+        [("x", TP.FLOAT, indices_shape)], [("y", TP.FLOAT, indices_shape)],
+        initializers=[numpy_helper.from_array(data, "data"), numpy_helper.from_array(shape, "shape"),
+                      numpy_helper.from_array(indices, "indices")], opset=17)
+    feed = {"x": rng.standard_normal(indices_shape).astype(np.float32)}
+    expected = np.take_along_axis(np.broadcast_to(data, full)[tuple(
+        slice(None) if a == axis % len(full) else slice(0, d) for a, d in enumerate(indices_shape))],
+        np.where(indices < 0, indices + axis_len, indices), axis=axis) + feed["x"]
+    np.testing.assert_array_equal(onnxc.InferenceSession(model.SerializeToString()).run(None, feed)[0], expected)
+    np.testing.assert_array_equal(run_ort(model, feed)[0], expected)
