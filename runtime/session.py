@@ -212,10 +212,7 @@ class InferenceSession:
         def lookup(signature: tuple) -> Optional[str]:
             if not digest:
                 digest.append(cache.model_digest(source))
-            opts = options(signature)
-            folder = os.path.join(cache.cache_root(), cache.artifact_key(digest[0], opts.key(),
-                                                                         opts.toolchain().identity()))
-            return folder if os.path.isdir(folder) and cache.is_intact(folder) else None
+            return _cached_build(digest[0], options(signature))
 
         def build(signature: tuple) -> str:
             folder, built = compile_cached(source, options(signature))
@@ -289,9 +286,8 @@ class InferenceSession:
         asked = [name for name in differ if name in _asked_options(self._sess_options, self._disabled)]
         digest = manifest.get("model_sha256")
         if asked and isinstance(digest, str):
-            key = cache.artifact_key(digest, options.key(), options.toolchain().identity())
-            cached = os.path.join(cache.cache_root(), key)
-            if os.path.isdir(cached) and cache.is_intact(cached):
+            cached = _cached_build(digest, options)
+            if cached is not None:
                 self._log.info("%s was built with other options (%s): running the cache's build for the "
                                "session's", folder, ", ".join(asked))
                 return cached
@@ -849,6 +845,12 @@ def _as_built(so: SessionOptions, built: dict[str, Any]) -> SessionOptions:
     else:
         copy._config.pop(PRECISION_KEY, None)
     return copy
+
+
+def _cached_build(digest: str, options: CompileOptions) -> Optional[str]:
+    """The cache's intact build of the model with this digest for ``options``, or None."""
+    folder = os.path.join(cache.cache_root(), cache.artifact_key(digest, options.key(), options.toolchain().identity()))
+    return folder if os.path.isdir(folder) and cache.is_intact(folder) else None
 
 
 def _march(value: str) -> str:
