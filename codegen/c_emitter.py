@@ -102,6 +102,7 @@ class _Loc:
     output_index: int = -1
     ctype: str = ""
     free: str = "free"           # how the heap copy is released (sequences own their elements)
+    slot: str = ""               # a heap value: its slot's name in the function's heap slots
 
 
 class _Unit:
@@ -142,6 +143,7 @@ class CEmitter:
         self.mangle = self.unit.mangle
         self.locs: dict[Value, _Loc] = {}
         self.steps: list[st.Step] = []
+        self.heap_scratch: list[dict[str, str]] = []   # node scratch of a run-time size: heap slots too
         self._dims_ready: set[str] = set()
         # A body's inputs are its formal inputs, then the enclosing values it reads; dims of
         # enclosing graphs it needs but cannot bind from those come after their shapes.
@@ -338,14 +340,14 @@ class CEmitter:
                 elif out in outputs_of:
                     self.locs[out] = _Loc(self.mangle(out.name, "t_"), "output", output_index=outputs_of[out][0])
                 elif self._host_only(out) and not is_body:
-                    self.locs[out] = _Loc(self.mangle(out.name, "t_"), "heap", free="onnxc_host_free")
+                    self.locs[out] = self._heap_loc(out, "onnxc_host_free")
                 elif (out.static or self._bounded_bytes(out) is not None) and not is_body \
                         and not node.impl.allocates_outputs and self.opt.memory != "heap":
                     self.locs[out] = _Loc(self.mangle(out.name, "t_"), "arena")
                     size = self._nbytes_static(out) if out.static else self._bounded_bytes(out)
                     static_buffers.append(memory.Buffer(out, size, step_index, last_use.get(out, step_index)))
                 else:
-                    self.locs[out] = _Loc(self.mangle(out.name, "t_"), "heap", free=_free_fn(out))
+                    self.locs[out] = self._heap_loc(out, _free_fn(out))
         reuse = self.opt.memory != "no_reuse"
         views = self._views(static_buffers) if reuse and not parallel else {}
         shares = self._in_place(static_buffers, when, last_use, views) if reuse and not parallel else {}
@@ -373,7 +375,7 @@ class CEmitter:
                 for v in reads(node):
                     loc = self.locs.get(v)
                     if last_use.get(v) == time and loc is not None and loc.kind == "heap":
-                        self.steps.append(st.Free(loc.var, loc.free))
+                        self.steps.append(st.Free(loc.var, loc.free, loc.slot))
         for i, v in enumerate(g.outputs):
             self._emit_output(i, v)
 
@@ -385,7 +387,8 @@ class CEmitter:
         weight_refs = [{"var": loc.var, "ctype": loc.ctype, "offset": loc.offset}
                        for loc in self.unit.const_locs.values() if loc.kind == "weight" and loc.var in referenced]
         return {"steps": self.steps,
-                "heap_vars": [{"var": loc.var, "free": loc.free} for loc in self.locs.values() if loc.kind == "heap"],
+                "heap_vars": [{"var": loc.var, "free": loc.free, "slot": loc.slot}
+                              for loc in self.locs.values() if loc.kind == "heap"] + self.heap_scratch,
                 "output_vars": [{"var": self._output_var(i), "free": _free_fn(v)} for i, v in enumerate(g.outputs)],
                 "weight_refs": weight_refs, "arena": arena, "entry": not self.is_body}
 
@@ -610,7 +613,7 @@ class CEmitter:
                                            "at run time")
             if loc.kind in ("heap", "output"):
                 self.steps.append(st.Alloc(loc.var, v.dtype.c_type, self._nbytes_expr(v), heap=loc.kind == "heap",
-                                           output=loc.output_index, host=self._host_only(v)))
+                                           output=loc.output_index, host=self._host_only(v), slot=loc.slot))
             elif loc.kind == "arena":
                 room = None if v.static else self._bounded_bytes(v)   # dims with bounds: the size must fit
                 check = None if room is None else st.ArenaCheck(self._nbytes_expr(v), room)
@@ -667,8 +670,11 @@ class CEmitter:
                 offset += memory.aligned(room)
             else:
                 self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: needs scratch memory of a run-time size")
-                heap_scratch.append(var)
-                self.steps.append(st.Alloc(var, "uint8_t", cexpr.lit(size), heap=True, output=-1, declare=True))
+                slot = self.mangle(var + "_mem", "")
+                heap_scratch.append((var, slot))
+                self.heap_scratch.append({"var": var, "free": "free", "slot": slot})
+                self.steps.append(st.Alloc(var, "uint8_t", cexpr.lit(size), heap=True, output=-1, scratch=True,
+                                           slot=slot))
         self.unit.scratch_bytes = max(self.unit.scratch_bytes, offset)
         self._scratch_end = offset
         if self_alloc:
@@ -688,8 +694,8 @@ class CEmitter:
                                        self._nbytes_expr(v) if self._on_device(v) else None))
         if prof is not None:
             self._profile_step(prof, node)
-        for var in heap_scratch:
-            self.steps.append(st.Free(var, "free"))
+        for var, slot in heap_scratch:
+            self.steps.append(st.Free(var, "free", slot))
 
     def _node_call(self, node: Node, call: st.Call) -> st.Step:
         """The step that runs ``node``'s function (a backend may run it elsewhere)."""
@@ -734,7 +740,13 @@ class CEmitter:
     def _slot(self, v: Value) -> str:
         """The ``void *`` that owns a heap or output value's memory."""
         loc = self.locs[v]
-        return self._output_var(loc.output_index) if loc.kind == "output" else f"{loc.var}_mem"
+        return self._output_var(loc.output_index) if loc.kind == "output" else f"heap[{loc.slot}]"
+
+    def _heap_loc(self, v: Value, free: str) -> _Loc:
+        """A value on the heap: its variable, and the slot of the function's heap slots that owns
+        its memory (c/steps.j2, heap_slots)."""
+        var = self.mangle(v.name, "t_")
+        return _Loc(var, "heap", free=free, slot=self.mangle(var + "_mem", ""))
 
     def _emit_body(self, node: Node, attr: str, k: KernelContext) -> dict[str, Any]:
         """Emit ``node``'s body ``attr`` as a function; what the node's kernel needs to call it."""
@@ -922,7 +934,7 @@ class CEmitter:
         steps = self.steps[start:]
         calls = [s for s in steps if isinstance(s, st.Call)]
         if len(calls) != count or any(not isinstance(s, (st.Call, st.Dim, st.Arena, st.Alloc))
-                                      or (isinstance(s, st.Alloc) and s.declare) for s in steps):
+                                      or (isinstance(s, st.Alloc) and s.scratch) for s in steps):
             return
         others = [s for s in steps if not isinstance(s, st.Call)]
         self.steps[start:] = others + [st.Parallel(calls, self.opt.inter_threads)]

@@ -110,9 +110,9 @@ class Arena(Step):
 
 @dataclass
 class Alloc(Step):
-    """Memory of a run-time size: a heap value or scratch (``heap``), else output ``output`` of the
-    function; ``declare``: the slot ``<var>_mem`` is declared here (scratch), not at the top;
-    ``host``: in host memory in every build (string tensors)."""
+    """Memory of a run-time size: a heap value or scratch (``heap``: owned by the function's heap
+    slot ``slot``), else output ``output`` of the function; ``scratch``: a node's scratch, freed
+    after its call; ``host``: in host memory in every build (string tensors)."""
     kind: ClassVar[str] = "alloc"
     var: str
     ctype: str
@@ -120,7 +120,8 @@ class Alloc(Step):
     heap: bool
     output: int
     host: bool = False
-    declare: bool = False
+    scratch: bool = False
+    slot: str = ""
 
 
 @dataclass
@@ -185,10 +186,11 @@ class Adopt(Step):
 
 @dataclass
 class Free(Step):
-    """Releases the memory of a heap value or scratch ``<var>_mem`` with ``free``."""
+    """Releases the memory of a heap value or scratch (its heap slot ``slot``) with ``free``."""
     kind: ClassVar[str] = "free"
     var: str
     free: str
+    slot: str
 
 
 @dataclass
