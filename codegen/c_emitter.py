@@ -91,6 +91,9 @@ class CModel:
     # Native builds: the units of the shared helpers the library links as objects, by file name
     # (helpers_<name>.c, helper_objects.py); the model's units only declare what they define.
     helper_units: dict[str, str] = field(default_factory=dict)
+    # A split build: the unit that holds only the graph's functions (compiled without optimization,
+    # toolchain.GRAPH_OPT); "" when the node functions are in model.c too.
+    graph_unit: str = ""
 
 
 @dataclass
@@ -229,7 +232,7 @@ class CEmitter:
             "pool_threads": data["pool_threads"]}) if shared else {}
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
                       inputs, outputs, functions, extra, units=units, libraries=dict(unit.libraries),
-                      helper_units=helper_units)
+                      helper_units=helper_units, graph_unit="model.c" if parts else "")
 
     def _emit_embedded(self, data: dict[str, Any], inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
                        functions: int) -> CModel:

@@ -25,6 +25,13 @@ WARNINGS = ["-Wall", "-Wextra", "-Werror"]
 # measurements are in benchmarks/README.md (Compile time).
 UNIT_OPT: dict[str, tuple[str, ...]] = {"-O3": ("-O2", "-fvect-cost-model=dynamic")}
 
+# The graph unit of a split build (model.c: the graph's functions, which call the node functions
+# of the other units in order, check each result and release memory; no kernel, no loop over
+# data) is compiled without optimization. There is nothing there for an optimizer to gain, and
+# GCC's time grows faster than the function: GPT-2's graph function (1,355 nodes) takes 12.5 s
+# of CPU at -O2, 6.8 s at -O1 and 2.1 s at -O0, the longest unit of its build.
+GRAPH_OPT: tuple[str, ...] = ("-O0",)
+
 
 @dataclass
 class Toolchain:
@@ -59,6 +66,10 @@ class Toolchain:
             return self.flags()
         return self.flags(UNIT_OPT.get(self.opt, ()))
 
+    def graph_flags(self) -> list[str]:
+        """The flags of a split build's graph unit (GRAPH_OPT)."""
+        return self.flags(GRAPH_OPT)
+
     def simd(self) -> str:
         """The float32 SIMD family the generated code compiles to for this target (see
         c/helpers/simd.c.j2): "avx512f", "avx2", "neon" or "" for portable C."""
@@ -73,7 +84,7 @@ class Toolchain:
         """What goes into the cache key: compiler version, flags (the helper objects' and the
         model's units') and the CPU features they resolve to (``-march=native`` builds differ
         from one CPU to the next)."""
-        return f"{self.object_identity()}|units={' '.join(self.unit_flags())}"
+        return f"{self.object_identity()}|units={' '.join(self.unit_flags())}|graph={' '.join(self.graph_flags())}"
 
     def object_identity(self) -> str:
         """What a helper object's cache key holds besides its source: compiler version, the
@@ -91,11 +102,12 @@ class Toolchain:
 
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
                      on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None,
-                     helpers: Sequence[HelperObject] = ()) -> None:
+                     helpers: Sequence[HelperObject] = (), graph_unit: Optional[str] = None) -> None:
         """Builds the shared library ``output`` from C translation units and helper objects:
         one unit without helpers in one command; else the units compiled to objects, ``jobs``
         at a time with the helper objects the cache lacks, then linked. ``libraries``: the
-        system libraries the code calls (codegen/system_libraries.py) -> the op that needs it."""
+        system libraries the code calls (codegen/system_libraries.py) -> the op that needs it.
+        ``graph_unit``: the source of a split build's graph unit, built with ``graph_flags()``."""
         if shutil.which(self.cc) is None:
             raise CompileError(f"C compiler {self.cc!r} not found (set CC)")
         include, link = library_flags(self.cc, libraries or {})
@@ -108,8 +120,9 @@ class Toolchain:
             units = [os.path.join(folder, f"{k}.o") for k in range(len(sources))]
             # (the biggest first: the last to finish is then a small one)
             order = sorted(range(len(sources)), key=lambda k: -os.path.getsize(sources[k]))
-            objects = _run_units([([self.cc, *flags, "-c", sources[k], "-o", units[k]], sources[k]) for k in order],
-                                 jobs, on_unit, helpers)
+            graph = self.graph_flags() + include
+            objects = _run_units([([self.cc, *(graph if sources[k] == graph_unit else flags), "-c", sources[k],
+                                    "-o", units[k]], sources[k]) for k in order], jobs, on_unit, helpers)
             _run_units([([self.cc, *flags, *units, *objects, "-o", output, *link], "")], 1, None)
 
 
@@ -294,13 +307,13 @@ class CudaToolchain:
 
     def build_shared(self, sources: list[str], output: str, jobs: int = 1,
                      on_unit: Optional[UnitCallback] = None, libraries: Optional[dict[str, str]] = None,
-                     helpers: Sequence[HelperObject] = ()) -> None:
+                     helpers: Sequence[HelperObject] = (), graph_unit: Optional[str] = None) -> None:
         """Builds the one CUDA translation unit of ``sources`` (a CUDA build is never split and
-        keeps its helpers in it: ``helpers`` is empty); ``libraries`` as for
-        :meth:`Toolchain.build_shared` (host code calls them)."""
+        keeps its helpers in it: ``helpers`` is empty, there is no ``graph_unit``); ``libraries``
+        as for :meth:`Toolchain.build_shared` (host code calls them)."""
         [source] = sources
-        if helpers:
-            raise ValueError("CUDA builds link no helper objects")
+        if helpers or graph_unit:
+            raise ValueError("CUDA builds are one unit and link no helper objects")
         compiler = self.cxx if self.emulate else self.nvcc
         include, link = library_flags(self.cxx, libraries or {})
         start, cpu = time.perf_counter(), _children_cpu()

@@ -363,7 +363,8 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                        object_cache.helper_object, text, c_toolchain.object_identity(), c_toolchain.build_object))
                    for name, text in emitted.helper_units.items()]
     toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
-                           jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers)
+                           jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers,
+                           graph_unit=os.path.join(output_dir, emitted.graph_unit) if emitted.graph_unit else None)
     stages.done("link")
     os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
     manifest = {

@@ -1,6 +1,7 @@
 """Code generation pieces: memory planning, C expressions, generated source layout."""
 from __future__ import annotations
 
+import os
 import re
 from importlib import resources
 
@@ -299,6 +300,29 @@ def test_split_build_runs_as_one_unit(monkeypatch, tmp_path):
     expected = run_ort(model, feeds)
     np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5)
     assert actual[1].tolist() == expected[1].tolist()
+
+
+def test_the_graph_unit_of_a_split_build_is_compiled_without_optimization(monkeypatch, tmp_path):
+    """model.c of a split build holds the graph's functions only (calls in order, checks,
+    releases): it is built with GRAPH_OPT, the node units with the build's optimization."""
+    from onnxc import driver
+    from onnxc.codegen import toolchain, units
+    commands = []
+    run_units = toolchain._run_units
+
+    def recording(cmds, *args, **kwargs):
+        commands.extend(cmd for cmd, _ in cmds)
+        return run_units(cmds, *args, **kwargs)
+    monkeypatch.setattr(toolchain, "_run_units", recording)
+    monkeypatch.setattr(units, "UNIT_BYTES", 1)
+    monkeypatch.setattr(driver, "usable_cores", lambda: 3)
+    driver.compile_model(_split_model(), tmp_path)
+    flags = {os.path.basename(cmd[cmd.index("-c") + 1]): cmd for cmd in commands if "-c" in cmd}
+    assert set(flags) >= {"model.c", "model_nodes_1.c", "model_nodes_2.c"}
+    assert toolchain.GRAPH_OPT[0] in flags["model.c"] and "-O2" not in flags["model.c"]
+    assert all("-O2" in cmd and toolchain.GRAPH_OPT[0] not in cmd for name, cmd in flags.items()
+               if name.startswith("model_nodes_"))
+    assert f"graph={' '.join(toolchain.Toolchain().graph_flags())}" in toolchain.Toolchain().identity()
 
 
 def test_names_record_a_use_when_written_not_when_handled():
