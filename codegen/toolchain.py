@@ -123,7 +123,10 @@ class Toolchain:
             graph = self.graph_flags() + include
             objects = _run_units([([self.cc, *(graph if sources[k] == graph_unit else flags), "-c", sources[k],
                                     "-o", units[k]], sources[k]) for k in order], jobs, on_unit, helpers)
-            _run_units([([self.cc, *flags, *units, *objects, "-o", output, *link], "")], 1, None)
+            # The helper objects first: the GEMM's code then sits at the same place in every
+            # model's library, and how fast its loops run (their alignment) does not change with
+            # the size of the model's own units (up to 3% on EfficientNet-B0).
+            _run_units([([self.cc, *flags, *objects, *units, "-o", output, *link], "")], 1, None)
 
 
 @dataclass

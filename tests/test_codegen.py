@@ -323,6 +323,11 @@ def test_the_graph_unit_of_a_split_build_is_compiled_without_optimization(monkey
     assert all("-O2" in cmd and toolchain.GRAPH_OPT[0] not in cmd for name, cmd in flags.items()
                if name.startswith("model_nodes_"))
     assert f"graph={' '.join(toolchain.Toolchain().graph_flags())}" in toolchain.Toolchain().identity()
+    # the link: helper objects (the GEMM's) before the model's units, at the same place in every model
+    [link] = [cmd for cmd in commands if "-c" not in cmd]
+    objects = [arg for arg in link if arg.endswith(".o")]
+    own = [".objects-" in arg for arg in objects]   # (the units' objects, in the build's temporary folder)
+    assert own == sorted(own) and not own[0] and own[-1], link
 
 
 def test_names_record_a_use_when_written_not_when_handled():
