@@ -673,7 +673,7 @@ class CEmitter:
                 offset += memory.aligned(room)
             else:
                 self.unit.heap_uses.append(f"{node.op_type} {node.name!r}: needs scratch memory of a run-time size")
-                slot = self.mangle(var + "_mem", "")
+                slot = self.mangle.derived(var, "_mem")
                 heap_scratch.append((var, slot))
                 self.heap_scratch.append({"var": var, "free": "free", "slot": slot})
                 self.steps.append(st.Alloc(var, "uint8_t", cexpr.lit(size), heap=True, output=-1, scratch=True,
@@ -749,7 +749,7 @@ class CEmitter:
         """A value on the heap: its variable, and the slot of the function's heap slots that owns
         its memory (c/steps.j2, heap_slots)."""
         var = self.mangle(v.name, "t_")
-        return _Loc(var, "heap", free=free, slot=self.mangle(var + "_mem", ""))
+        return _Loc(var, "heap", free=free, slot=self.mangle.derived(var, "_mem"))
 
     def _emit_body(self, node: Node, attr: str, k: KernelContext) -> dict[str, Any]:
         """Emit ``node``'s body ``attr`` as a function; what the node's kernel needs to call it."""

@@ -37,6 +37,18 @@ class Mangler:
         return ident
 
 
+    def derived(self, ident: str, suffix: str) -> str:
+        """A unique identifier named after ``ident`` (one this scope gave): ``ident + suffix``,
+        kept whole so the two read as a pair, numbered when taken."""
+        base = ident + suffix
+        name, i = base, 1
+        while name in self._taken:
+            i += 1
+            name = f"{base}_{i}"
+        self._taken.add(name)
+        return name
+
+
 def comment(text: str) -> str:
     """Text safe inside a ``/* */`` or ``//`` comment: one line, no ``*/``, no ``\\``, no trigraphs."""
     if len(text) > _MAX_COMMENT:

@@ -233,10 +233,12 @@ def test_heap_values_are_owned_by_one_array_of_slots(tmp_path):
     enum and cleared by a function the compiler does not see into (as separate locals, GCC
     carried each through every early exit: GPT-2's graph took it minutes). Names that look
     like a slot's stay distinct from it."""
+    long = "a_tensor_name_longer_than_the_forty_characters_an_identifier_keeps"
     nodes = [helper.make_node("Add", ["x", "x"], ["a"], name="double"),
              helper.make_node("Relu", ["a"], ["a_mem"], name="relu"),
              helper.make_node("Neg", ["a_mem"], ["t_a_mem"], name="negate"),
-             helper.make_node("Add", ["a", "t_a_mem"], ["y"], name="sum")]
+             helper.make_node("Abs", ["t_a_mem"], [long], name="abs"),
+             helper.make_node("Add", ["a", long], ["y"], name="sum")]
     m = make_model(nodes, [("x", T.FLOAT, ["n", 3])], [("y", T.FLOAT, ["n", 3])])
     onnxc.compile_model(m, tmp_path, onnxc.CompileOptions(optimization_level=1))
     source = (tmp_path / "model.c").read_text()
@@ -245,10 +247,13 @@ def test_heap_values_are_owned_by_one_array_of_slots(tmp_path):
     assert "void *heap[heap_count];" in graph and "onnxc_slots_clear(heap, heap_count);" in graph
     assert not re.search(r"void \*\w+_mem\b", graph)   # no slot is a local variable
     slots = re.findall(r"^        (\w+),$", graph[graph.index("enum {"):graph.index("heap_count")], re.M)
-    assert len(slots) == 3 and len(set(slots)) == 3   # a, a_mem and t_a_mem: one slot each
+    assert len(slots) == 4 and len(set(slots)) == 4   # a, a_mem, t_a_mem, the long one: one slot each
+    for slot in slots:   # each named after its value's variable, which it owns
+        var = re.search(rf"float \*(\w+) = \(float \*\)heap\[{slot}\];", graph).group(1)
+        assert slot.startswith(var + "_mem")
     x = np.array([[1, -2, 3], [0.5, 0, -1]], np.float32)
     y, = onnxc.InferenceSession(str(tmp_path)).run(None, {"x": x})
-    np.testing.assert_array_equal(y, 2 * x - np.maximum(2 * x, 0))
+    np.testing.assert_array_equal(y, 2 * x + np.abs(-np.maximum(2 * x, 0)))
 
 
 def _split_model():
