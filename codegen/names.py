@@ -27,26 +27,22 @@ class Mangler:
         if key in self._given:
             return self._given[key]
         body = re.sub(r"[^A-Za-z0-9_]", "_", name)[:_MAX_IDENT].rstrip("_")
-        base = prefix + (body or "x")  # a name with no usable characters still gets one
+        ident = self._unique(prefix + (body or "x"))  # a name with no usable characters still gets one
+        self._given[key] = ident
+        return ident
+
+    def derived(self, ident: str, suffix: str) -> str:
+        """A unique identifier named after ``ident`` (one this scope gave): ``ident + suffix``,
+        kept whole so the two read as a pair, numbered when taken."""
+        return self._unique(ident + suffix)
+
+    def _unique(self, base: str) -> str:
         ident, i = base, 1
         while ident in self._taken:
             i += 1
             ident = f"{base}_{i}"
         self._taken.add(ident)
-        self._given[key] = ident
         return ident
-
-
-    def derived(self, ident: str, suffix: str) -> str:
-        """A unique identifier named after ``ident`` (one this scope gave): ``ident + suffix``,
-        kept whole so the two read as a pair, numbered when taken."""
-        base = ident + suffix
-        name, i = base, 1
-        while name in self._taken:
-            i += 1
-            name = f"{base}_{i}"
-        self._taken.add(name)
-        return name
 
 
 def comment(text: str) -> str:
