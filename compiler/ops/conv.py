@@ -383,14 +383,16 @@ GROUPED_MAX_CG = 64
 def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
                 epilogue: dict[str, Any], group: int, fused: bool) -> Optional[Kernel]:
     """The ``c/conv_grouped.c.j2`` kernel of a float32 2-D grouped Conv with constant weights,
-    static sizes and pads of at least 0, whose groups have a multiple of 8 output channels (16
-    where the target has 32 vector registers: a block's sums stay in them), or None. A group of
+    static sizes and pads of at least 0 (not on a small-memory target), whose groups have a
+    multiple of 8 output channels (16 where the target has 32 vector registers: a block's sums
+    stay in them), or None. A group of
     16 channels is a GEMM of 16 rows, which the micro-kernel (12 rows on AVX-512) covers in two
     panels, one a third full, after an im2col copy of the group's input; RegNetY-800MF's grouped
     convolutions took 1.85x onnxruntime's time that way."""
     x, w, y = k.input(0), k.input(1), k.out
-    if win.rank != 2 or not static_but_batch(k.target, x.dims, y.dims, w.dims, begins) or min(begins) < 0:
-        return None
+    if win.rank != 2 or k.target.small_memory \
+            or not static_but_batch(k.target, x.dims, y.dims, w.dims, begins) or min(begins) < 0:
+        return None   # (a microcontroller keeps im2col's bands: a group's planes are whole channels)
     n, c = x.dims[:2]
     m, cg = w.dims[:2]
     mg = m // group
