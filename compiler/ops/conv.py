@@ -378,6 +378,7 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
 # (targets with 32 vector registers) or 8 per group, at most this many input channels a group
 # (beyond, a group's GEMM has enough depth for im2col and the micro-kernel).
 GROUPED_MAX_CG = 64
+GROUPED_MAX_LANES = 16   # floats of the widest vector the kernel may be compiled for (AVX-512)
 
 
 def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
@@ -385,10 +386,9 @@ def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: 
     """The ``c/conv_grouped.c.j2`` kernel of a float32 2-D grouped Conv with constant weights,
     static sizes and pads of at least 0 (not on a small-memory target), whose groups have a
     multiple of 8 output channels (16 where the target has 32 vector registers: a block's sums
-    stay in them), or None. A group of
-    16 channels is a GEMM of 16 rows, which the micro-kernel (12 rows on AVX-512) covers in two
-    panels, one a third full, after an im2col copy of the group's input; RegNetY-800MF's grouped
-    convolutions took 1.85x onnxruntime's time that way."""
+    stay in them), or None. A group of 16 channels is a GEMM of 16 rows, which the micro-kernel
+    (12 rows on AVX-512) covers in two panels, one a third full, after an im2col copy of the
+    group's input; RegNetY-800MF's grouped convolutions took 1.85x onnxruntime's time that way."""
     x, w, y = k.input(0), k.input(1), k.out
     if win.rank != 2 or k.target.small_memory \
             or not static_but_batch(k.target, x.dims, y.dims, w.dims, begins) or min(begins) < 0:
@@ -407,8 +407,8 @@ def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: 
     packed = k.constant("W_blocks", np.ascontiguousarray(weights.transpose(0, 1, 3, 4, 2)).reshape(-1))
     # One thread's planes, PAD floats past them (the last vectors read up to QW + 15 floats past
     # the last row's outputs), and its row buffer: MB rows of RSZ positions, whole vectors.
-    pad = pp.QW + 16
-    rsz = _ceil_div(pp.OH * pp.QW, 16) * 16
+    pad = pp.QW + GROUPED_MAX_LANES
+    rsz = _ceil_div(pp.OH * pp.QW, GROUPED_MAX_LANES) * GROUPED_MAX_LANES
     stride = cg * pp.floats + pad + mb * rsz
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "OH": pp.OH, "OW": pp.OW, "QW": pp.QW,
