@@ -72,7 +72,7 @@ def parser(prog: str = "python -m onnxc.benchmarks") -> argparse.ArgumentParser:
     corpus.add_argument("--prepare", action="store_true", help="download, export and quantize only; time nothing")
     corpus.add_argument("--rebuild", action="store_true", help="download, export and quantize again")
     corpus.add_argument("--modes", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time back to back, after 30 ms idle and beside the other runtime (default: on)")
+                        help="also time back to back, after 30 ms idle and beside an onnxruntime session (default: on)")
     corpus.add_argument("--openvino", action=argparse.BooleanOptionalAction, default=True,
                         help="the OpenVINO column when openvino is installed (default: on)")
     corpus.add_argument("--tokens", type=int, default=32, metavar="N",

@@ -71,6 +71,9 @@ FUNCTIONS = (
     Function("terminate", "void", ("void *ctx", "int flag"),
              "Asks a run in progress on this context (from another thread) to stop at the next node, "
              "or clears the request."),
+    Function("set_spinning", "void", ("void *ctx", "int flag"),
+             "Whether the threads of this context's pool spin while they wait for work (the default) "
+             "or sleep as soon as they have none (flag 0)."),
     Function("bind_outputs", "void", ("void *ctx", "void *const *bufs", "const int64_t *bytes", "int64_t count"),
              "Binds caller buffers (and their sizes in bytes) that the next runs write outputs into "
              "when they are big enough; count 0 unbinds."),

@@ -144,7 +144,8 @@ class CompiledModel:
     """A loaded artifact. ``run`` is thread-safe: each concurrent call gets its own context."""
 
     def __init__(self, folder: str, manifest: dict[str, Any] | None = None,
-                 custom_libraries: tuple[str, ...] = (), stream: int = 0, cuda_graph: bool = False) -> None:
+                 custom_libraries: tuple[str, ...] = (), stream: int = 0, cuda_graph: bool = False,
+                 spinning: bool = True) -> None:
         self.folder = folder
         self.manifest = manifest or read_manifest(folder)
         check_runs_here(folder, self.manifest)
@@ -176,6 +177,7 @@ class CompiledModel:
             self._fn["device_free"] = getattr(self.lib, f"{prefix}_device_free")
             self._fn["set_stream"] = getattr(self.lib, f"{prefix}_set_stream")
             self._fn["enable_graph"] = getattr(self.lib, f"{prefix}_enable_graph")
+        self._spinning = spinning   # onnxruntime's allow_spinning: the pool's threads spin while they wait
         self._stream = stream   # CUDA builds: the caller's stream for every context (0: their own)
         # CUDA builds: runs on device buffers captured as a CUDA graph once, then replayed
         self._cuda_graph = cuda_graph
@@ -209,7 +211,7 @@ class CompiledModel:
 
     def _functions(self, prefix: str) -> dict[str, Any]:
         names = ("context_size", "context_init", "context_release", "run", "free", "error", "terminate",
-                 "bind_outputs", "profile", "profile_count", "set_custom_ops")
+                 "bind_outputs", "profile", "profile_count", "set_custom_ops", "set_spinning")
         return {name: getattr(self.lib, f"{prefix}_{name}") for name in names}
 
     def _device_free(self, ptr: int) -> None:
@@ -253,6 +255,8 @@ class CompiledModel:
                                 self._library.release_context)
         if self._fn["context_init"](ctx, self._weights_ptr, self._weights_size) != 0:
             raise RuntimeFailure(self.ffi.string(self._fn["error"](ctx)).decode(errors="replace"))
+        if not self._spinning:
+            self._fn["set_spinning"](ctx, 0)
         if self._custom is not None:
             self._fn["set_custom_ops"](ctx, self._custom, len(self.manifest["custom_ops"]))
         if self._random is not None:

@@ -45,7 +45,8 @@ CONFIG_KEYS = {
     "session.disable_double_qdq_remover": "no QDQ fusion is done",
     "session.enable_quant_qdq_cleanup": "no QDQ fusion is done",
     "session.disable_aot_function_inlining": "local functions are always inlined",
-    "session.intra_op.allow_spinning": "no thread pool spins",
+    "session.intra_op.allow_spinning": "'0': the pool's threads sleep as soon as they have no work, between "
+                                       "nodes and after a run (the default: they spin, see docs/performance.md)",
     "session.inter_op.allow_spinning": "no thread pool spins",
     "session.use_device_allocator_for_initializers": "weights are memory-mapped",
     "session.record_ep_graph_assignment_info": "records which nodes the CPU provider runs",

@@ -311,7 +311,8 @@ class InferenceSession:
             return SpecialisingModel(folder, manifest, self._compile_cached, self._open)
         return CompiledModel(folder, manifest, custom_libraries=tuple(self._sess_options.custom_ops_libraries),
                              stream=self._user_stream(),
-                             cuda_graph=bool((self._cuda or {}).get("enable_cuda_graph")))
+                             cuda_graph=bool((self._cuda or {}).get("enable_cuda_graph")),
+                             spinning=self._sess_options._config.get("session.intra_op.allow_spinning") != "0")
 
     def _user_stream(self) -> int:
         """The CUDA stream runs go to: the caller's (has_user_compute_stream, user_compute_stream

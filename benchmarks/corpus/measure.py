@@ -6,10 +6,19 @@ The thread measurements time each runtime three more ways, because a user's proc
 benchmark loop with pauses:
 
 - ``back_to_back``: runs one after another, as a batch job runs them;
-- ``idle_30ms``: each run after 30 ms of idling, as a server between requests (a pool whose
-  workers went to sleep must wake them);
-- ``beside``: each run right after a run of the other runtime, whose pool is still spinning in
-  the same process (an application with another runtime, or numpy's BLAS, beside the model).
+- ``idle_30ms``: each run 30 ms after the runtime's previous one, as a server between requests
+  (a pool whose workers went to sleep must wake them; one whose workers still spin need not);
+- ``beside``: each run right after a run of a second onnxruntime session of the model, whose
+  pool is still spinning in the same process (an application with another runtime, or numpy's
+  BLAS, beside the model). Both runtimes are timed beside that same neighbour: onnxruntime's
+  workers spin for tens of milliseconds after a run, so a runtime timed right after
+  onnxruntime's run shares its cores with them, while one timed right after onnxc's run (whose
+  workers sleep 0.1 ms after it) would not; the two are compared in the same place.
+
+Each way runs in turns that alternate between the runtimes, a few runs a turn, and a turn
+starts only once the other runtime's threads have stopped spinning: a virtual machine's speed
+drifts by tens of percent within seconds (where its host puts the two vCPUs), so two runtimes
+timed one after the other would be timed on different machines.
 """
 from __future__ import annotations
 
@@ -88,34 +97,54 @@ def back_to_back(run: Run, runs: int, settle_ms: float) -> float:
     return _median_ms([_time(run) for _ in range(runs)])
 
 
-def after_idle(run: Run, runs: int) -> float:
+def wait_quiet(window_s: float = 0.004, most_s: float = 0.5) -> None:
+    """Returns once the process has used under a quarter of a core over ``window_s`` (no pool
+    thread spinning any more), or after ``most_s``."""
+    deadline = time.perf_counter() + most_s
+    while time.perf_counter() < deadline:
+        cpu = time.process_time()
+        time.sleep(window_s)
+        if time.process_time() - cpu < window_s / 4:
+            return
+
+
+def _way_back_to_back(run: Run, other: Run, block: int) -> list[int]:
+    run()
+    return [_time(run) for _ in range(block)]
+
+
+def _way_after_idle(run: Run, other: Run, block: int) -> list[int]:
+    run()
     times = []
-    for _ in range(runs):
+    for _ in range(block):
         time.sleep(IDLE_S)
         times.append(_time(run))
-    return _median_ms(times)
+    return times
 
 
-def beside(run: Run, other: Run, runs: int) -> float:
+def _way_beside(run: Run, other: Run, block: int) -> list[int]:
     times = []
-    for _ in range(runs):
+    for _ in range(block):
         other()
         times.append(_time(run))
-    return _median_ms(times)
+    return times
 
 
-def thread_modes(runs: dict[str, Run], runs_count: int, settle_ms: float) -> dict[str, dict[str, float]]:
-    """Median ms of each runtime (``runs``: name -> run) in each way."""
-    names = list(runs)
-    result: dict[str, dict[str, float]] = {"back_to_back": {}, "idle_30ms": {}, "beside": {}}
-    for name in names:
-        result["back_to_back"][name] = back_to_back(runs[name], runs_count, settle_ms)
-    for name in names:
-        time.sleep(settle_ms / 1e3)
-        result["idle_30ms"][name] = after_idle(runs[name], runs_count)
-    for name, other in zip(names, reversed(names)):
-        time.sleep(settle_ms / 1e3)
-        result["beside"][name] = beside(runs[name], runs[other], runs_count)
+WAYS = {"back_to_back": _way_back_to_back, "idle_30ms": _way_after_idle, "beside": _way_beside}
+
+
+def thread_modes(runs: dict[str, Run], neighbour: Run, runs_count: int, block: int = 5) -> dict[str, dict[str, float]]:
+    """Median ms of each runtime (``runs``: name -> run) in each way, the runtimes taking turns
+    of ``block`` timed runs (see the module's docstring); ``neighbour`` runs a second
+    onnxruntime session of the model."""
+    result: dict[str, dict[str, float]] = {}
+    for way, turn in WAYS.items():
+        times: dict[str, list[int]] = {name: [] for name in runs}
+        while min(len(t) for t in times.values()) < runs_count:
+            for name, run in runs.items():
+                wait_quiet()
+                times[name] += turn(run, neighbour, block)
+        result[way] = {name: _median_ms(t) for name, t in times.items()}
     return result
 
 
@@ -222,7 +251,10 @@ def measure(path: str, feed: dict[str, np.ndarray], threads: int, timing: harnes
     }
     runs = mode_runs(ort_stats["median_ms"], timing)
     if modes:
-        result["modes"] = thread_modes({"onnxc": run_onnxc, "onnxruntime": run_ort}, runs, timing.settle_ms)
+        neighbour = ort_session(path, threads)
+        result["modes"] = thread_modes({"onnxc": run_onnxc, "onnxruntime": run_ort},
+                                       lambda: neighbour.run(None, feed), runs)
+        del neighbour
     if decoder_steps:
         import onnxruntime
 

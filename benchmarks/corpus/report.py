@@ -44,7 +44,7 @@ def _row(name: str, entry: dict[str, Any]) -> list[str]:
 
 
 HEADER = ["model", "onnxruntime ms", "onnxc ms", "ratio", "max rel diff, match", "back to back onnxc/ort ms",
-          "30 ms idle onnxc/ort ms", "beside other onnxc/ort ms", "OpenVINO ms (/ort)", "compile s"]
+          "30 ms idle onnxc/ort ms", "beside ort session onnxc/ort ms", "OpenVINO ms (/ort)", "compile s"]
 
 
 def _notes(name: str, entry: dict[str, Any]) -> list[str]:
@@ -83,8 +83,9 @@ def latency_tables(results: dict[str, Any]) -> list[str]:
                 tokens.append([name, "error: " + token["error"][:110], "", "", ""])
         timed = [r for r in rows if r[1] != "error (notes)"]
         matched = [r for r in timed if r[4].endswith("yes")]
-        lines += ["", f"threads = {threads} (median ms; ratio = onnxc / onnxruntime in interleaved turns; "
-                      "then each runtime back to back, after 30 ms idle, right after the other's run)"]
+        lines += ["", f"threads = {threads} (median ms; ratio = onnxc / onnxruntime in interleaved turns; then, in "
+                      "alternating turns, each runtime back to back, after 30 ms idle, right after a run of a "
+                      "second onnxruntime session)"]
         lines += table(HEADER, rows)
         geomean = results["geomean"].get(str(threads))
         lines.append(f"{len(timed)} of {len(rows)} models run in both runtimes, {len(matched)} match onnxruntime "
