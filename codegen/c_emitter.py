@@ -130,6 +130,26 @@ class _Unit:
         self.notes: list[str] = []           # the kernels' notes, "<node label>: <note>"
 
 
+def helper_data(opt: EmitOptions, used_types: set) -> dict[str, Any]:
+    """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""
+    return {**minifloat.helper_data(used_types), **abi.helper_data(), "winograd": _winograd.helper_data(),
+            "embedded": opt.embedded, "declare_only": False, "bf16_gemm": opt.target.precision == "bf16"}
+
+
+def _helper_unit_data(opt: EmitOptions, used_types: set) -> dict[str, Any]:
+    """The data of the helper objects' units (helper_objects.helper_units)."""
+    threads = max(int(opt.threads), 1)
+    return {**helper_data(opt, used_types), "version": comment(opt.version), "threads": threads,
+            "pool_threads": max(threads, int(opt.inter_threads), 1)}
+
+
+def gemm_helper_unit(opt: EmitOptions) -> dict[str, str]:
+    """The GEMM helper object's unit as a build with these options and no 8-bit float types
+    makes it (file name -> C): built while the model is still being loaded and optimized
+    (driver.py), it is in the compile cache by the time the model's units need it."""
+    return helper_objects.helper_units(["c/helpers/gemm.c.j2"], _helper_unit_data(opt, set()))
+
+
 class CEmitter:
     """Emits one graph as a function of steps: the model's entry point, or (for a
     control-flow body) a static function with the same calling convention."""
@@ -227,9 +247,8 @@ class CEmitter:
         extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
         if self.opt.profile:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
-        helper_units = helper_objects.helper_units(helpers, {
-            **helper_data, "version": data["banner"]["version"], "threads": data["threads"],
-            "pool_threads": data["pool_threads"]}) if shared else {}
+        helper_units = helper_objects.helper_units(helpers, _helper_unit_data(self.opt, used_types)) \
+            if shared else {}
         return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
                       inputs, outputs, functions, extra, units=units, libraries=dict(unit.libraries),
                       helper_units=helper_units, graph_unit="model.c" if parts else "")
@@ -414,10 +433,7 @@ class CEmitter:
         return info if shown == shape else {**info, "shown_shape": shown}
 
     def _helper_data(self, used_types: set) -> dict[str, Any]:
-        """What helper templates see; ``embedded``: portable C only (no intrinsics, no _Float16)."""
-        return {**minifloat.helper_data(used_types), **abi.helper_data(), "winograd": _winograd.helper_data(),
-                "embedded": self.opt.embedded, "declare_only": False,
-                "bf16_gemm": self.opt.target.precision == "bf16"}
+        return helper_data(self.opt, used_types)
 
     def _abi_features(self) -> set[str]:
         """What decides the functions and structs the library exports (``abi.Function.needs``)."""

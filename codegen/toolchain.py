@@ -19,10 +19,12 @@ from .system_libraries import library_flags
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
 
 
-# GCC's optimization of a model's own units when the build asks for -O3: -O2 with -O3's cost
-# model for vectorizing (-O2's vectorizes only loops that need no check or remainder, and the
-# node functions' loops lose 6% on SqueezeNet without it); the helper objects keep -O3. The
-# measurements are in benchmarks/README.md (Compile time).
+# GCC's optimization of a model's units and of the helper objects when the build asks for -O3:
+# -O2 with -O3's cost model for vectorizing (-O2's vectorizes only loops that need no check or
+# remainder, and the node functions' loops lose 6% on SqueezeNet without it). The helper
+# objects' kernels are written with intrinsics, which -O3 does not make faster, and the GEMM's
+# object at -O3 was the longest job of a small model's cold compile (3.5 s of CPU against 1.9 s).
+# The measurements are in benchmarks/README.md (Compile time).
 UNIT_OPT: dict[str, tuple[str, ...]] = {"-O3": ("-O2", "-fvect-cost-model=dynamic")}
 
 # The graph unit of a split build (model.c: the graph's functions, which call the node functions
@@ -61,7 +63,7 @@ class Toolchain:
         return flags
 
     def unit_flags(self) -> list[str]:
-        """The flags of the model's own units (helper objects are built with ``flags()``)."""
+        """The flags of the model's own units and of the helper objects."""
         if "__clang__" in target_macros(self.cc, ()):   # (UNIT_OPT's flags are GCC's)
             return self.flags()
         return self.flags(UNIT_OPT.get(self.opt, ()))
@@ -89,14 +91,14 @@ class Toolchain:
     def object_identity(self) -> str:
         """What a helper object's cache key holds besides its source: compiler version, the
         flags it is built with and the CPU features they resolve to."""
-        return f"{compiler_version(self.cc)}|{' '.join(self.flags())}|isa={','.join(self.isa())}"
+        return f"{compiler_version(self.cc)}|{' '.join(self.unit_flags())}|isa={','.join(self.isa())}"
 
     def build_object(self, source: str, output: str) -> float:
-        """Compiles a helper object's unit (``flags()``, -c); returns the compiler's CPU seconds."""
+        """Compiles a helper object's unit (``unit_flags()``, -c); returns the compiler's CPU seconds."""
         if shutil.which(self.cc) is None:
             raise CompileError(f"C compiler {self.cc!r} not found (set CC)")
         cpu = []
-        _run_units([([self.cc, *self.flags(), "-c", source, "-o", output], source)], 1,
+        _run_units([([self.cc, *self.unit_flags(), "-c", source, "-o", output], source)], 1,
                    lambda _name, _done, _seconds, seconds: cpu.append(seconds))
         return cpu[0]
 

@@ -14,18 +14,19 @@ import os
 import shlex
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
 from . import __version__
 from .codegen import embedded as embedded_package
-from .codegen.c_emitter import CEmitter, CModel, EmitOptions
+from .codegen.c_emitter import CEmitter, CModel, EmitOptions, gemm_helper_unit
 from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, CudaToolchain, HelperObject, Toolchain
 from .compiler import frontend
-from .compiler.errors import InvalidArgument, RankKnownAtRunTime, UnsupportedError
+from .compiler.errors import CompileError, InvalidArgument, RankKnownAtRunTime, UnsupportedError
 from .compiler.ir import Graph
 from .compiler.ops import registry
 from .compiler.ops._custom import registrations as custom_registrations
@@ -280,7 +281,8 @@ def _load(source: Any, options: CompileOptions) -> Any:
     return model
 
 
-def _optimize(source: Any, options: CompileOptions, descs: list, stages: _Stages) -> Graph:
+def _optimize(source: Any, options: CompileOptions, descs: list, stages: _Stages,
+              on_loaded: Optional[Callable[[Graph], None]] = None) -> Graph:
     _check_options(options, descs)
     model = _load(source, options)
     if options.input_shapes or options.input_values:
@@ -296,20 +298,41 @@ def _optimize(source: Any, options: CompileOptions, descs: list, stages: _Stages
         graph.outputs = [graph.outputs[i] for i in keep]
         graph.output_names = [graph.output_names[i] for i in keep]
     stages.done("load/check", nodes=len(graph.nodes))
+    if on_loaded is not None:
+        on_loaded(graph)
     run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
                  disabled=set(options.disabled_passes), target=options.target,
                  trace=lambda name, _: stages.done("pass", name=name))
     return graph
 
 
+# Ops that mostly lower onto the GEMM helper. A native build of a model with one of them gets
+# the GEMM's helper object (the longest job of a small model's C compile, about 2 s of CPU)
+# compiled beside the model's loading and optimization, where a second core has nothing to do;
+# a model whose kernels then call no GEMM leaves the object in the cache for the next one.
+GEMM_OPS = frozenset({"Conv", "ConvTranspose", "FusedConv", "Gemm", "MatMul", "FusedMatMul", "Einsum", "Attention",
+                      "MultiHeadAttention", "GroupQueryAttention", "LSTM", "GRU", "RNN"})
+
+
+def _calls_gemm(graph: Graph) -> bool:
+    return any(n.op_type in GEMM_OPS or any(_calls_gemm(body) for body in n.subgraphs.values())
+               for n in graph.nodes)
+
+
+def _prefetch_helpers(units: dict[str, str], toolchain: Toolchain) -> threading.Thread:
+    """Compiles these helper objects into the compile cache on a thread of its own."""
+    def build() -> None:
+        for text in units.values():
+            # (a failure is the model build's to report: it compiles the object again)
+            with contextlib.suppress(CompileError, OSError):
+                object_cache.helper_object(text, toolchain.object_identity(), toolchain.build_object)
+    thread = threading.Thread(target=build, name="onnxc-helper-prefetch", daemon=True)
+    thread.start()
+    return thread
+
+
 def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list,
              stages: _Stages) -> Any:
-    try:
-        graph = _optimize(source, options, descs, stages)
-    except RankKnownAtRunTime as e:
-        if output_dir is None or options.target == "c" or options.input_shapes or options.input_values:
-            raise
-        return _write_specialising(_load(source, options), os.fspath(output_dir), options, str(e))
     toolchain = options.toolchain()
     embedded = options.target == "c"
     cuda = options.target == "cuda"
@@ -327,16 +350,38 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                     system_libraries=not embedded, cmsis_nn=options.cmsis_nn,
                     requantize="fixed_point" if options.cmsis_nn else options.requantize,
                     precision=options.precision)
+    emit_options = EmitOptions(prefix=options.prefix, command=command or _command_line(), version=__version__,
+                               profile=options.profile, memory=options.memory, threads=options.threads,
+                               inter_threads=options.inter_threads, target=target, embedded=embedded,
+                               weights_file=options.weights, dim_bounds=dict(options.dim_bounds),
+                               units=1 if embedded or cuda else usable_cores(),
+                               helper_objects=not embedded and not cuda)
+    prefetch: list[threading.Thread] = []
+
+    def loaded(graph: Graph) -> None:
+        if output_dir is not None and emit_options.helper_objects and _calls_gemm(graph):
+            assert isinstance(toolchain, Toolchain)
+            prefetch.append(_prefetch_helpers(gemm_helper_unit(emit_options), toolchain))
+    try:
+        return _emit_and_build(source, output_dir, options, command, descs, stages, toolchain, emit_options, loaded)
+    finally:
+        for thread in prefetch:
+            thread.join()
+
+
+def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list,
+                    stages: _Stages, toolchain: Toolchain | CudaToolchain, emit_options: EmitOptions,
+                    on_loaded: Callable[[Graph], None]) -> Any:
+    embedded, cuda = emit_options.embedded, options.target == "cuda"
+    try:
+        graph = _optimize(source, options, descs, stages, on_loaded)
+    except RankKnownAtRunTime as e:
+        if output_dir is None or options.target == "c" or options.input_shapes or options.input_values:
+            raise
+        return _write_specialising(_load(source, options), os.fspath(output_dir), options, str(e))
     emitter = CudaEmitter if cuda else CEmitter
     extra: dict[str, Any] = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
-    emitted = emitter(graph, EmitOptions(prefix=options.prefix, command=command or _command_line(),
-                                          version=__version__, profile=options.profile,
-                                          memory=options.memory, threads=options.threads,
-                                          inter_threads=options.inter_threads, target=target,
-                                          embedded=embedded, weights_file=options.weights,
-                                          dim_bounds=dict(options.dim_bounds),
-                                          units=1 if embedded or cuda else usable_cores(),
-                                          helper_objects=not embedded and not cuda), **extra).emit()
+    emitted = emitter(graph, emit_options, **extra).emit()
     units = {"model.cu": emitted.source} if cuda else emitted.units or {"model.c": emitted.source}
     sources = [name for name in units if not name.endswith(".h")]
     stages.done("codegen", units=len(sources) + len(emitted.helper_units))

@@ -219,10 +219,12 @@ def check_against_onnxruntime(model: onnx.ModelProto, folder) -> None:
 
 def test_a_second_model_links_the_gemm_object_the_first_one_built(cache_dir, tmp_path):
     first, second = matmul_relu_model(40), matmul_relu_model(72)
-    units = dict(compile_recording(first, tmp_path / "a"))
-    assert units["helpers_gemm.c"] > 0
+    compile_recording(first, tmp_path / "a")   # (its object built beside its loading, or by its build)
+    [entry] = [e for e in (cache_dir / object_cache.OBJECTS).iterdir() if e.is_dir()]
+    built = (entry / object_cache.OBJECT).stat().st_mtime_ns
     units = dict(compile_recording(second, tmp_path / "b"))
     assert units["helpers_gemm.c"] == 0 and units["model.c"] > 0   # (found in the cache: nothing compiled)
+    assert (entry / object_cache.OBJECT).stat().st_mtime_ns == built
     for model, folder in ((first, tmp_path / "a"), (second, tmp_path / "b")):
         check_against_onnxruntime(model, folder)
         manifest = json.loads((folder / "manifest.json").read_text())
@@ -237,10 +239,10 @@ def test_a_damaged_gemm_object_is_rebuilt_when_the_next_model_links_it(cache_dir
     model = matmul_relu_model(40)
     compile_recording(model, tmp_path / "a")
     [entry] = [e for e in (cache_dir / object_cache.OBJECTS).iterdir() if e.is_dir()]
+    size = (entry / object_cache.OBJECT).stat().st_size
     truncate_half(entry / object_cache.OBJECT)
-    units = dict(compile_recording(matmul_relu_model(72), tmp_path / "b"))
-    assert units["helpers_gemm.c"] > 0
-    assert object_cache.is_intact(str(entry))
+    compile_recording(matmul_relu_model(72), tmp_path / "b")
+    assert object_cache.is_intact(str(entry)) and (entry / object_cache.OBJECT).stat().st_size == size
     check_against_onnxruntime(matmul_relu_model(72), tmp_path / "b")
 
 
@@ -271,7 +273,7 @@ def test_every_shared_helper_unit_names_its_file():
         "helpers_gemm.c", "helpers_qgemm.c", "helpers_winograd_f2.c", "helpers_winograd_f4.c"}
 
 
-def test_units_get_o2_with_the_vectorizer_of_o3_and_helper_objects_o3():
+def test_units_and_helper_objects_get_o2_with_the_vectorizer_of_o3(monkeypatch):
     toolchain = Toolchain()
     if "__clang__" in target_macros(toolchain.cc, ()):   # (the units' flags are GCC's)
         assert toolchain.unit_flags() == toolchain.flags()
@@ -280,6 +282,14 @@ def test_units_get_o2_with_the_vectorizer_of_o3_and_helper_objects_o3():
     assert toolchain.unit_flags()[:2] == ["-O2", "-fvect-cost-model=dynamic"]
     assert toolchain.unit_flags()[2:] == toolchain.flags()[1:]
     assert "units=-O2 -fvect-cost-model=dynamic" in toolchain.identity()   # (part of the artifact key)
+    # a helper object is compiled with the units' flags, and its cache key says so
+    assert "|" + " ".join(toolchain.unit_flags()) + "|" in toolchain.object_identity()
+    commands = []
+    monkeypatch.setattr("onnxc.codegen.toolchain._run_units",
+                        lambda cmds, jobs, on_unit, helpers=(): (commands.extend(c for c, _ in cmds),
+                                                                on_unit("helpers_gemm.c", 1, 0.0, 0.0)))
+    toolchain.build_object("helpers_gemm.c", "helpers_gemm.o")
+    assert commands == [[toolchain.cc, *toolchain.unit_flags(), "-c", "helpers_gemm.c", "-o", "helpers_gemm.o"]]
     assert Toolchain(opt="-O1").unit_flags() == Toolchain(opt="-O1").flags()
 
 
@@ -292,3 +302,47 @@ def test_clearing_the_cache_removes_helper_objects_by_age(cache_dir, builds):
     get(SOURCE, builds)
     cache.clear()
     assert not os.path.exists(cache_dir / object_cache.OBJECTS)
+
+
+def _objects_in_cache(root) -> list[str]:
+    folder = root / object_cache.OBJECTS
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_gemm_unit_built_while_a_model_loads_is_the_one_its_build_links(threads):
+    """The GEMM's helper object is compiled beside the loading and optimizing of a model with a
+    MatMul (driver.py, GEMM_OPS): the unit made then is, byte for byte, the one the model's build
+    asks the cache for, so the build finds it there."""
+    from onnxc.codegen.c_emitter import gemm_helper_unit
+    captured = {}
+    original = driver._emit_and_build
+
+    def spy(source, output_dir, options, command, descs, stages, toolchain, emit_options, on_loaded):
+        captured["opt"] = emit_options
+        return original(source, None, options, command, descs, stages, toolchain, emit_options, on_loaded)
+    import unittest.mock
+    with unittest.mock.patch.object(driver, "_emit_and_build", spy):
+        emitted = driver._compile(matmul_relu_model(40), "unused", driver.CompileOptions(threads=threads), None, [],
+                                  driver._Stages(None))
+    assert emitted.helper_units["helpers_gemm.c"] == gemm_helper_unit(captured["opt"])["helpers_gemm.c"]
+
+
+def test_a_model_with_a_matmul_gets_the_gemm_object_while_it_loads_and_one_without_none(cache_dir, tmp_path):
+    add = make_model([helper.make_node("Add", ["x", "x"], ["y"])], [("x", T.FLOAT, [4])], [("y", T.FLOAT, [4])])
+    assert not driver._calls_gemm(driver._optimize(add, driver.CompileOptions(), [], driver._Stages(None)))
+    driver.compile_model(add, tmp_path / "add", driver.CompileOptions())
+    assert _objects_in_cache(cache_dir) == []
+    driver.compile_model(matmul_relu_model(40), tmp_path / "mm", driver.CompileOptions())
+    assert len(_objects_in_cache(cache_dir)) == 1
+    # a MatMul inside a Loop's body counts too
+    body = helper.make_graph([helper.make_node("Identity", ["cond"], ["cond_out"]),
+                              helper.make_node("MatMul", ["v", "v"], ["v_out"])], "body",
+                             [helper.make_tensor_value_info("i", T.INT64, []),
+                              helper.make_tensor_value_info("cond", T.BOOL, []),
+                              helper.make_tensor_value_info("v", T.FLOAT, [2, 2])],
+                             [helper.make_tensor_value_info("cond_out", T.BOOL, []),
+                              helper.make_tensor_value_info("v_out", T.FLOAT, [2, 2])])
+    loop = make_model([helper.make_node("Loop", ["n", "c", "x"], ["y"], body=body)],
+                      [("n", T.INT64, []), ("c", T.BOOL, []), ("x", T.FLOAT, [2, 2])], [("y", T.FLOAT, [2, 2])])
+    assert driver._calls_gemm(driver.frontend.build_graph(driver._load(loop, driver.CompileOptions())))
