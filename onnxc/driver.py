@@ -319,16 +319,37 @@ def _calls_gemm(graph: Graph) -> bool:
                for n in graph.nodes)
 
 
-def _prefetch_helpers(units: dict[str, str], toolchain: Toolchain) -> threading.Thread:
-    """Compiles these helper objects into the compile cache on a thread of its own."""
-    def build() -> None:
-        for text in units.values():
-            # (a failure is the model build's to report: it compiles the object again)
-            with contextlib.suppress(CompileError, OSError):
-                object_cache.helper_object(text, toolchain.object_identity(), toolchain.build_object)
-    thread = threading.Thread(target=build, name="onnxc-helper-prefetch", daemon=True)
-    thread.start()
-    return thread
+class _HelperPrefetch:
+    """Helper objects compiled into the compile cache on a thread of its own while the model
+    is loaded and optimized; the build then finds them there, and reports the CPU time spent
+    on each as its own."""
+
+    def __init__(self) -> None:
+        self.thread: Optional[threading.Thread] = None
+        self.cpu: dict[str, float] = {}
+
+    def start(self, units: dict[str, str], toolchain: Toolchain) -> None:
+        def build() -> None:
+            for name, text in units.items():
+                # (a failure is the model build's to report: it compiles the object again)
+                with contextlib.suppress(CompileError, OSError):
+                    self.cpu[name] = object_cache.helper_object(text, toolchain.object_identity(),
+                                                                toolchain.build_object)[1]
+        self.thread = threading.Thread(target=build, name="onnxc-helper-prefetch", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+    def get(self, name: str, get: Callable[[], tuple[str, float]]) -> tuple[str, float]:
+        """The helper object ``name`` (``get()``) and the CPU time compiling it took, here or
+        in the prefetch."""
+        path, cpu = get()
+        if cpu == 0 and self.thread is not None:
+            self.join()
+            cpu = self.cpu.get(name, 0.0)
+        return path, cpu
 
 
 def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list,
@@ -356,22 +377,22 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                                weights_file=options.weights, dim_bounds=dict(options.dim_bounds),
                                units=1 if embedded or cuda else usable_cores(),
                                helper_objects=not embedded and not cuda)
-    prefetch: list[threading.Thread] = []
+    prefetch = _HelperPrefetch()
 
     def loaded(graph: Graph) -> None:
         if output_dir is not None and emit_options.helper_objects and _calls_gemm(graph):
             assert isinstance(toolchain, Toolchain)
-            prefetch.append(_prefetch_helpers(gemm_helper_unit(emit_options), toolchain))
+            prefetch.start(gemm_helper_unit(emit_options), toolchain)
     try:
-        return _emit_and_build(source, output_dir, options, command, descs, stages, toolchain, emit_options, loaded)
+        return _emit_and_build(source, output_dir, options, command, descs, stages, toolchain, emit_options,
+                               loaded, prefetch)
     finally:
-        for thread in prefetch:
-            thread.join()
+        prefetch.join()
 
 
 def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list,
                     stages: _Stages, toolchain: Toolchain | CudaToolchain, emit_options: EmitOptions,
-                    on_loaded: Callable[[Graph], None]) -> Any:
+                    on_loaded: Callable[[Graph], None], prefetch: _HelperPrefetch) -> Any:
     embedded, cuda = emit_options.embedded, options.target == "cuda"
     try:
         graph = _optimize(source, options, descs, stages, on_loaded)
@@ -404,8 +425,8 @@ def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, comma
     if emitted.helper_units:   # (C builds only: a CUDA build is one model.cu)
         c_toolchain = toolchain
         assert isinstance(c_toolchain, Toolchain)
-        helpers = [HelperObject(os.path.join(output_dir, name), functools.partial(
-                       object_cache.helper_object, text, c_toolchain.object_identity(), c_toolchain.build_object))
+        helpers = [HelperObject(os.path.join(output_dir, name), functools.partial(prefetch.get, name, functools.partial(
+                       object_cache.helper_object, text, c_toolchain.object_identity(), c_toolchain.build_object)))
                    for name, text in emitted.helper_units.items()]
     toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
                            jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers,

@@ -318,9 +318,9 @@ def test_the_gemm_unit_built_while_a_model_loads_is_the_one_its_build_links(thre
     captured = {}
     original = driver._emit_and_build
 
-    def spy(source, output_dir, options, command, descs, stages, toolchain, emit_options, on_loaded):
+    def spy(source, output_dir, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch):
         captured["opt"] = emit_options
-        return original(source, None, options, command, descs, stages, toolchain, emit_options, on_loaded)
+        return original(source, None, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch)
     import unittest.mock
     with unittest.mock.patch.object(driver, "_emit_and_build", spy):
         emitted = driver._compile(matmul_relu_model(40), "unused", driver.CompileOptions(threads=threads), None, [],
