@@ -73,7 +73,7 @@ class CModel:
     """Everything the backend produced for one model."""
     source: str
     header: str
-    weights: bytes
+    weights: bytes | bytearray   # (the unit's own buffer: a model's weights are not copied again)
     prefix: str
     arena_bytes: int
     inputs: list[dict[str, Any]]
@@ -249,7 +249,7 @@ class CEmitter:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
         helper_units = helper_objects.helper_units(helpers, _helper_unit_data(self.opt, used_types)) \
             if shared else {}
-        return CModel(source, header, bytes(unit.weights), self.opt.prefix, data["arena_bytes"],
+        return CModel(source, header, unit.weights, self.opt.prefix, data["arena_bytes"],
                       inputs, outputs, functions, extra, units=units, libraries=dict(unit.libraries),
                       helper_units=helper_units, graph_unit="model.c" if parts else "")
 
@@ -506,7 +506,9 @@ class CEmitter:
         if v in self.unit.const_locs:
             return
         array = np.asarray(v.const, order="C")
-        raw = array.tobytes() if v.dtype is not dt.STRING else b""  # strings: pointers, always inline
+        # (its bytes as a view, not a copy: a language model's weights are hundreds of megabytes;
+        # strings are pointers, always inline)
+        raw = array.reshape(-1).view(np.uint8) if v.dtype is not dt.STRING else b""
         weights = self.unit.weights
         if self.opt.embedded and self.opt.weights_file == "c" and len(raw) > INLINE_CONST_BYTES:
             # a typed array of <prefix>_weights.c, under the model's prefix (two models link together)

@@ -491,7 +491,7 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
     return manifest
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def _write_atomic(path: str, data: bytes | bytearray) -> None:
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
