@@ -83,7 +83,14 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
 def _check_text(message: Message, where: str = "model") -> None:
     """Every string field holds UTF-8: protobuf hands a field that does not as bytes, which
     names, dims and doc strings are never expected to be."""
-    for field, value in message.ListFields():
+    if isinstance(message, onnx.TensorProto):
+        # (ListFields would copy its raw_data, hundreds of megabytes for a language model's
+        # weights: only its text and message fields are read)
+        fields = [(f, getattr(message, f.name)) for f in message.DESCRIPTOR.fields
+                  if f.type in (f.TYPE_STRING, f.TYPE_MESSAGE) and (_repeated(f) or message.HasField(f.name))]
+    else:
+        fields = message.ListFields()
+    for field, value in fields:
         if field.type == field.TYPE_MESSAGE:
             for item in (value if _repeated(field) else [value]):
                 _check_text(item, f"{where}.{field.name}")

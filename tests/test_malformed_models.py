@@ -459,15 +459,23 @@ def _with_bytes(model: onnx.ModelProto, marker: str, replacement: bytes) -> byte
     return data.replace(marker.encode(), replacement)
 
 
-@pytest.mark.parametrize("where", ["graph_name", "node_name", "dim_param"])
+@pytest.mark.parametrize("where", ["graph_name", "node_name", "dim_param", "weight_doc", "weight_data_key"])
 def test_a_name_that_is_not_utf8_is_refused(where):
     # protobuf hands such a string field over as bytes, which the emitter once choked on
     # (TypeError): found by the fuzzing campaign (tests/fuzz/)
-    node = helper.make_node("Neg", ["x"], ["y"], name="NODEMARK" if where == "node_name" else "neg")
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="NODEMARK" if where == "node_name" else "add")
+    w = helper.make_tensor("w", T.FLOAT, [1], [1.0])
+    if where == "weight_doc":
+        w.doc_string = "WDOCMARK"
+    if where == "weight_data_key":   # (a string inside a message of the tensor: checked before the data is)
+        entry = w.external_data.add()
+        entry.key, entry.value = "KEYSMARK", "v"
     graph = helper.make_graph([node], "GRAPHMARK" if where == "graph_name" else "g",
-                              [vi("x", T.FLOAT, ["DIMMARK" if where == "dim_param" else "n"])], [vi("y", T.FLOAT, ["m"])])
+                              [vi("x", T.FLOAT, ["DIMMARK" if where == "dim_param" else "n"])], [vi("y", T.FLOAT, ["m"])],
+                              [w])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    marker = {"graph_name": "GRAPHMARK", "node_name": "NODEMARK", "dim_param": "DIMMARK"}[where]
+    marker = {"graph_name": "GRAPHMARK", "node_name": "NODEMARK", "dim_param": "DIMMARK", "weight_doc": "WDOCMARK",
+              "weight_data_key": "KEYSMARK"}[where]
     with pytest.raises(ModelError, match="is not UTF-8 text"):
         onnxc.InferenceSession(_with_bytes(model, marker, b"\xff\xfe" + b"_" * (len(marker) - 2)))
 
