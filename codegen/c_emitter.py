@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 import onnx.defs
@@ -66,6 +66,9 @@ class EmitOptions:
     # Native builds: the shared kernel helpers (GEMM, Winograd) declared only, their code in
     # helper units of its own that the compile cache keeps as objects (helper_objects.py).
     helper_objects: bool = False
+    # Called with (file name, C) of a helper object's unit as soon as a kernel needs it, so that
+    # the object can be built while the rest of the model is generated (driver.py).
+    on_shared_helper: Optional[Callable[[str, str], None]] = None
 
 
 @dataclass
@@ -648,6 +651,11 @@ class CEmitter:
         for helper in kernel.helpers:
             if helper not in self.unit.helpers:
                 self.unit.helpers.append(helper)
+                if self.opt.helper_objects and self.opt.on_shared_helper and helper in helper_objects.SHARED:
+                    # (the unit emit() makes for it: the helpers' data depends on the graph's types only)
+                    for name, text in helper_objects.helper_units(
+                            [helper], _helper_unit_data(self.opt, {v.dtype for v in self.g.values()})).items():
+                        self.opt.on_shared_helper(name, text)
         for library in kernel.libraries:
             self.unit.libraries.setdefault(library, node.op_type)
         if kernel.allocates:

@@ -320,34 +320,56 @@ def _calls_gemm(graph: Graph) -> bool:
 
 
 class _HelperPrefetch:
-    """Helper objects compiled into the compile cache on a thread of its own while the model
-    is loaded and optimized; the build then finds them there, and reports the CPU time spent
-    on each as its own."""
+    """Helper objects compiled into the compile cache, one after another on a thread of their
+    own, while the model is still loaded, optimized and generated: the GEMM's once the loaded
+    model shows a GEMM-like op, the others as soon as code generation asks for them. The build
+    then finds them there, and reports the CPU time spent on each as its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, toolchain: Toolchain | CudaToolchain) -> None:
+        self.toolchain = toolchain
         self.thread: Optional[threading.Thread] = None
+        self.queue: list[tuple[str, str]] = []
+        self.done: dict[str, threading.Event] = {}
         self.cpu: dict[str, float] = {}
+        self.lock = threading.Lock()
 
-    def start(self, units: dict[str, str], toolchain: Toolchain) -> None:
-        def build() -> None:
-            for name, text in units.items():
+    def add(self, name: str, text: str) -> None:
+        with self.lock:
+            if name in self.done:
+                return
+            self.done[name] = threading.Event()
+            self.queue.append((name, text))
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._work, name="onnxc-helper-prefetch", daemon=True)
+                self.thread.start()
+
+    def _work(self) -> None:
+        toolchain = self.toolchain
+        assert isinstance(toolchain, Toolchain)
+        while True:
+            with self.lock:
+                if not self.queue:
+                    self.thread = None
+                    return
+                name, text = self.queue.pop(0)
+            try:
                 # (a failure is the model build's to report: it compiles the object again)
                 with contextlib.suppress(CompileError, OSError):
                     self.cpu[name] = object_cache.helper_object(text, toolchain.object_identity(),
                                                                 toolchain.build_object)[1]
-        self.thread = threading.Thread(target=build, name="onnxc-helper-prefetch", daemon=True)
-        self.thread.start()
+            finally:
+                self.done[name].set()
 
     def join(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
+        for event in list(self.done.values()):
+            event.wait()
 
     def get(self, name: str, get: Callable[[], tuple[str, float]]) -> tuple[str, float]:
         """The helper object ``name`` (``get()``) and the CPU time compiling it took, here or
         in the prefetch."""
         path, cpu = get()
-        if cpu == 0 and self.thread is not None:
-            self.join()
+        if cpu == 0 and name in self.done:
+            self.done[name].wait()
             cpu = self.cpu.get(name, 0.0)
         return path, cpu
 
@@ -371,18 +393,20 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                     system_libraries=not embedded, cmsis_nn=options.cmsis_nn,
                     requantize="fixed_point" if options.cmsis_nn else options.requantize,
                     precision=options.precision)
+    prefetch = _HelperPrefetch(toolchain)
+    early = output_dir is not None and not embedded and not cuda   # (a library is built: its helper objects too)
     emit_options = EmitOptions(prefix=options.prefix, command=command or _command_line(), version=__version__,
                                profile=options.profile, memory=options.memory, threads=options.threads,
                                inter_threads=options.inter_threads, target=target, embedded=embedded,
                                weights_file=options.weights, dim_bounds=dict(options.dim_bounds),
                                units=1 if embedded or cuda else usable_cores(),
-                               helper_objects=not embedded and not cuda)
-    prefetch = _HelperPrefetch()
+                               helper_objects=not embedded and not cuda,
+                               on_shared_helper=prefetch.add if early else None)
 
     def loaded(graph: Graph) -> None:
-        if output_dir is not None and emit_options.helper_objects and _calls_gemm(graph):
-            assert isinstance(toolchain, Toolchain)
-            prefetch.start(gemm_helper_unit(emit_options), toolchain)
+        if early and _calls_gemm(graph):
+            for name, text in gemm_helper_unit(emit_options).items():
+                prefetch.add(name, text)
     try:
         return _emit_and_build(source, output_dir, options, command, descs, stages, toolchain, emit_options,
                                loaded, prefetch)

@@ -309,22 +309,40 @@ def _objects_in_cache(root) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
 
 
+def conv3x3_matmul_model() -> onnx.ModelProto:
+    """A 3x3 convolution that Winograd computes, then a MatMul: the GEMM's and a Winograd helper."""
+    rng = np.random.default_rng(3)
+    w = onnx.numpy_helper.from_array(rng.standard_normal((64, 64, 3, 3)).astype(np.float32), "w")
+    m = onnx.numpy_helper.from_array(rng.standard_normal((28, 40)).astype(np.float32), "m")
+    return make_model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                       helper.make_node("MatMul", ["c", "m"], ["y"])],
+                      [("x", T.FLOAT, [1, 64, 28, 28])], [("y", T.FLOAT, [1, 64, 28, 40])], [w, m])
+
+
 @pytest.mark.parametrize("threads", [1, 2])
-def test_the_gemm_unit_built_while_a_model_loads_is_the_one_its_build_links(threads):
+def test_helper_units_built_before_the_build_are_the_ones_it_links(threads):
     """The GEMM's helper object is compiled beside the loading and optimizing of a model with a
-    MatMul (driver.py, GEMM_OPS): the unit made then is, byte for byte, the one the model's build
-    asks the cache for, so the build finds it there."""
+    GEMM-like op (driver.py, GEMM_OPS), the other helper objects as soon as code generation asks
+    for them (EmitOptions.on_shared_helper): each unit made then is, byte for byte, the one the
+    model's build asks the cache for, so the build finds it there."""
     from onnxc.codegen.c_emitter import gemm_helper_unit
     captured = {}
     original = driver._emit_and_build
 
     def spy(source, output_dir, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch):
-        captured["opt"] = emit_options
+        requested = {}
+        emit_options = dataclasses.replace(emit_options,
+                                           on_shared_helper=lambda name, text: requested.update({name: text}))
+        captured.update(opt=emit_options, requested=requested)
         return original(source, None, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch)
+    import dataclasses
     import unittest.mock
     with unittest.mock.patch.object(driver, "_emit_and_build", spy):
-        emitted = driver._compile(matmul_relu_model(40), "unused", driver.CompileOptions(threads=threads), None, [],
+        emitted = driver._compile(conv3x3_matmul_model(), "unused", driver.CompileOptions(threads=threads), None, [],
                                   driver._Stages(None))
+    names = set(emitted.helper_units)
+    assert "helpers_gemm.c" in names and any(n.startswith("helpers_winograd") for n in names)
+    assert captured["requested"] == emitted.helper_units
     assert emitted.helper_units["helpers_gemm.c"] == gemm_helper_unit(captured["opt"])["helpers_gemm.c"]
 
 
@@ -335,6 +353,9 @@ def test_a_model_with_a_matmul_gets_the_gemm_object_while_it_loads_and_one_witho
     assert _objects_in_cache(cache_dir) == []
     driver.compile_model(matmul_relu_model(40), tmp_path / "mm", driver.CompileOptions())
     assert len(_objects_in_cache(cache_dir)) == 1
+    units = dict(compile_recording(conv3x3_matmul_model(), tmp_path / "conv"))   # (+ a Winograd object)
+    assert len(_objects_in_cache(cache_dir)) == 2 and all(cpu > 0 for name, cpu in units.items()
+                                                           if name.startswith("helpers_winograd"))
     # a MatMul inside a Loop's body counts too
     body = helper.make_graph([helper.make_node("Identity", ["cond"], ["cond_out"]),
                               helper.make_node("MatMul", ["v", "v"], ["v_out"])], "body",
