@@ -327,7 +327,8 @@ class _HelperPrefetch:
 
     def __init__(self, toolchain: Toolchain | CudaToolchain) -> None:
         self.toolchain = toolchain
-        self.thread: Optional[threading.Thread] = None
+        self.thread: Optional[threading.Thread] = None   # the one working through the queue now
+        self.threads: list[threading.Thread] = []
         self.queue: list[tuple[str, str]] = []
         self.done: dict[str, threading.Event] = {}
         self.cpu: dict[str, float] = {}
@@ -341,6 +342,7 @@ class _HelperPrefetch:
             self.queue.append((name, text))
             if self.thread is None:
                 self.thread = threading.Thread(target=self._work, name="onnxc-helper-prefetch", daemon=True)
+                self.threads.append(self.thread)
                 self.thread.start()
 
     def _work(self) -> None:
@@ -361,8 +363,9 @@ class _HelperPrefetch:
                 self.done[name].set()
 
     def join(self) -> None:
-        for event in list(self.done.values()):
-            event.wait()
+        """Waits for every object asked for and for the thread itself (a compile leaves none running)."""
+        for thread in list(self.threads):
+            thread.join()
 
     def get(self, name: str, get: Callable[[], tuple[str, float]]) -> tuple[str, float]:
         """The helper object ``name`` (``get()``) and the CPU time compiling it took, here or

@@ -47,7 +47,8 @@ CONFIG_KEYS = {
     "session.disable_aot_function_inlining": "local functions are always inlined",
     "session.intra_op.allow_spinning": "'0': the pool's threads sleep as soon as they have no work, between "
                                        "nodes and after a run (the default: they spin, see docs/performance.md)",
-    "session.inter_op.allow_spinning": "no thread pool spins",
+    "session.inter_op.allow_spinning": "inter-op steps run on the one pool of each context, which "
+                                       "session.intra_op.allow_spinning governs",
     "session.use_device_allocator_for_initializers": "weights are memory-mapped",
     "session.record_ep_graph_assignment_info": "records which nodes the CPU provider runs",
     "session.use_ort_model_bytes_directly": "model bytes are copied",

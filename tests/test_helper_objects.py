@@ -353,6 +353,8 @@ def test_a_model_with_a_matmul_gets_the_gemm_object_while_it_loads_and_one_witho
     assert _objects_in_cache(cache_dir) == []
     driver.compile_model(matmul_relu_model(40), tmp_path / "mm", driver.CompileOptions())
     assert len(_objects_in_cache(cache_dir)) == 1
+    import threading   # (a compile leaves no thread of its own running)
+    assert not [t for t in threading.enumerate() if t.name == "onnxc-helper-prefetch"]
     units = dict(compile_recording(conv3x3_matmul_model(), tmp_path / "conv"))   # (+ a Winograd object)
     assert len(_objects_in_cache(cache_dir)) == 2 and all(cpu > 0 for name, cpu in units.items()
                                                            if name.startswith("helpers_winograd"))
