@@ -230,3 +230,20 @@ def test_a_cache_folder_owned_by_another_user_is_refused(cache_dir, compiles):
     with pytest.raises(cache.UnsafeCacheError, match="not private"):
         onnxc.InferenceSession(add_weights_model())
     assert compiles == []
+
+
+def test_the_weights_written_beside_the_c_compile_are_checked_and_a_failure_to_write_them_fails_the_build(
+        tmp_path, monkeypatch):
+    """The weights file is written while the C compiler runs (driver.py): the manifest holds its
+    checksum, and a failed write fails the compile, which leaves no manifest behind."""
+    import hashlib
+    driver.compile_model(add_weights_model(), tmp_path / "ok", driver.CompileOptions())
+    manifest = json.loads((tmp_path / "ok" / "manifest.json").read_text())
+    assert manifest["weights_sha256"] == hashlib.sha256((tmp_path / "ok" / "weights.bin").read_bytes()).hexdigest()
+
+    def full_disk(path, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(driver, "_write_weights", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        driver.compile_model(add_weights_model(), tmp_path / "full", driver.CompileOptions())
+    assert not (tmp_path / "full" / "manifest.json").exists()
