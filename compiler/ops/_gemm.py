@@ -122,17 +122,7 @@ def pack_rows(a: np.ndarray, mr: int) -> np.ndarray:
 
 def pack_cols(b: np.ndarray, nr: int) -> np.ndarray:
     """B (K x N) as the float32 GEMM's packed B (``Bp``): NR-column panels over the whole K,
-    panel p holding B[k][p * NR + j] at k * NR + j; columns past N are 0."""
-    k, n = b.shape
-    if n > 1 and b.T.flags.c_contiguous:
-        # A transposed weight (Gemm's transB, recurrent weights): panels of its rows, read along
-        # them; copying the whole transpose at once reads memory across the cache (3.5x slower
-        # for a 4096 x 9216 fully connected layer).
-        return _panels(b.T, nr)
-    full, rest = divmod(n, nr)
-    out = np.empty((full + (rest > 0), k, nr), np.float32)
-    out[:full] = b[:, :full * nr].reshape(k, full, nr).transpose(1, 0, 2)
-    if rest:
-        out[full, :, :rest] = b[:, full * nr:]
-        out[full, :, rest:] = 0
-    return out.reshape(-1)
+    panel p holding B[k][p * NR + j] at k * NR + j; columns past N are 0. (B's columns are the
+    rows of its transpose, a view: each panel reads NR consecutive floats of every row of B,
+    or NR rows of a transposed weight along their length.)"""
+    return _panels(b.T, nr)
