@@ -16,6 +16,7 @@ import onnxc
 from conformance.cases import all_cases, expected_failures, run_case
 from helpers import run_ort
 from models import light_model_path, with_random_weights
+from test_gemm_tails import assert_column_tails, column_tails_expected, column_tails_feeds, column_tails_model
 from onnxc.codegen import toolchain as tc
 from onnxc.runtime import cpu
 from tools import is_x86_64
@@ -96,6 +97,20 @@ def test_light_zoo(isa, name, tmp_path):
     got, want = sess.run(None, {inp.name: x}), run_ort(model, {inp.name: x})
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4 * float(np.abs(w).max()))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_gemm_column_tails(isa, tmp_path):
+    """Each family's half tile and column kernel (AVX2: 16-column tiles, AVX-512: 32), for
+    every remainder of columns."""
+    model, feeds = column_tails_model(), column_tails_feeds()
+    folder = str(tmp_path / "artifact")
+    onnxc.compile_model(model, folder, onnxc.CompileOptions(march=isa))
+    if not runs_here(isa):
+        with pytest.raises(onnxc.ModelError, match="compiled for CPU features this machine lacks"):
+            onnxc.InferenceSession(folder)
+        return
+    assert_column_tails(onnxc.InferenceSession(folder).run(None, feeds), column_tails_expected(model, feeds))
 
 
 def small_model() -> onnx.ModelProto:

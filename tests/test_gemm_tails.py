@@ -1,0 +1,79 @@
+"""The float32 GEMM's last columns (c/helpers/sgemm.c.j2, onnxc_sgemm_edge): a product whose
+column count is not a multiple of the tile's (NR = 32 with AVX-512, 16 with AVX2, 8 with NEON)
+ends in a half tile, a few single columns, both, or a whole tile, by how many columns are left.
+Every remainder class of every family is here, with edge rows and k blocks that accumulate; the
+AVX2 and AVX-512 builds run it in tests/test_isa_matrix.py, the NEON build under qemu in
+tests/test_aarch64.py."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper, numpy_helper
+
+import onnxc
+
+from helpers import make_model, run_onnxc
+
+# Columns of the MatMuls: remainders 1-31 of 32 (AVX-512), 1-15 of 16 (AVX2), 1-7 of 8 (NEON),
+# in each of their branches (columns only, a half tile, a half tile and columns, a whole tile).
+COLUMNS = (1, 3, 4, 5, 6, 8, 9, 14, 15, 16, 17, 20, 24, 25, 31, 33, 37, 49)
+ROWS, DEPTH = 20, 300          # 12 + 8 rows (an edge row panel); k blocks of 256 and 44
+
+
+def column_tails_model() -> onnx.ModelProto:
+    """y_n = a (20 x 300) @ w_n (300 x n) for each n of COLUMNS (B packed at compile time), and
+    a 1x1 Conv of 300 to 20 channels on a 7 x 7 map (49 columns, A packed) with a residual and
+    x * sigmoid(x) fused into its epilogue."""
+    rng = np.random.default_rng(11)
+    nodes, inits, outputs = [], [], []
+    for n in COLUMNS:
+        inits.append(numpy_helper.from_array((rng.standard_normal((DEPTH, n)) / np.sqrt(DEPTH)).astype(np.float32),
+                                             f"w{n}"))
+        nodes.append(helper.make_node("MatMul", ["a", f"w{n}"], [f"y{n}"]))
+        outputs.append((f"y{n}", T.FLOAT, [ROWS, n]))
+    inits += [numpy_helper.from_array((rng.standard_normal((ROWS, DEPTH, 1, 1)) / np.sqrt(DEPTH)).astype(np.float32),
+                                      "cw"),
+              numpy_helper.from_array(rng.standard_normal(ROWS).astype(np.float32), "cb")]
+    nodes += [helper.make_node("Conv", ["x", "cw", "cb"], ["c"]), helper.make_node("Add", ["c", "r"], ["s"]),
+              helper.make_node("Sigmoid", ["s"], ["g"]), helper.make_node("Mul", ["s", "g"], ["z"])]
+    outputs.append(("z", T.FLOAT, [1, ROWS, 7, 7]))
+    return make_model(nodes, [("a", T.FLOAT, [ROWS, DEPTH]), ("x", T.FLOAT, [1, DEPTH, 7, 7]),
+                              ("r", T.FLOAT, [1, ROWS, 7, 7])], outputs, inits, opset=17)
+
+
+def column_tails_feeds() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(12)
+    return {"a": rng.standard_normal((ROWS, DEPTH)).astype(np.float32),
+            "x": rng.standard_normal((1, DEPTH, 7, 7)).astype(np.float32),
+            "r": rng.standard_normal((1, ROWS, 7, 7)).astype(np.float32)}
+
+
+def column_tails_expected(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The model's outputs in float64 numpy."""
+    w = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer}
+    a = feeds["a"].astype(np.float64)
+    out = [a @ w[f"w{n}"] for n in COLUMNS]
+    x = feeds["x"].astype(np.float64).reshape(DEPTH, 49)
+    s = (w["cw"].reshape(ROWS, DEPTH) @ x + w["cb"][:, None]).reshape(1, ROWS, 7, 7) + feeds["r"]
+    return out + [s / (1.0 + np.exp(-s))]
+
+
+def assert_column_tails(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    assert len(got) == len(want)
+    for name, g, w in zip([f"y{n}" for n in COLUMNS] + ["z"], got, want):
+        assert g.shape == w.shape, name
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_every_column_remainder_matches_numpy_and_does_not_depend_on_threads():
+    """The columns a half tile or the column kernel computes sum their products in the whole
+    tile's order, so the results are the same bits whichever thread (and so whichever tile
+    kind) gets them."""
+    model, feeds = column_tails_model(), column_tails_feeds()
+    one = run_onnxc(model, feeds)
+    assert_column_tails(one, column_tails_expected(model, feeds))
+    options = onnxc.SessionOptions()
+    options.intra_op_num_threads = 2
+    two = run_onnxc(model, feeds, sess_options=options)
+    for name, a, b in zip([f"y{n}" for n in COLUMNS] + ["z"], one, two):
+        np.testing.assert_array_equal(a, b, err_msg=name)
