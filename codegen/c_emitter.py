@@ -131,6 +131,9 @@ class _Unit:
         self.allocating: list[str] = []      # nodes whose kernels call the allocator themselves (Kernel.allocates)
         self.rng_streams = 0                 # random nodes: each counts its calls in the context
         self.notes: list[str] = []           # the kernels' notes, "<node label>: <note>"
+        # node functions by (parameters, body): a node whose function would repeat one already
+        # written (a transformer's layers, a CNN's repeated blocks) calls that one instead
+        self.bodies: dict[tuple, dict[str, Any]] = {}
 
 
 def helper_data(opt: EmitOptions, used_types: set) -> dict[str, Any]:
@@ -686,8 +689,17 @@ class CEmitter:
         fparams = [("onnxc_ctx *", "ctx")] + [("int64_t", d) for d in dims] \
             + [(f"const {t.ctype} *restrict", t.name) for t, _ in used] \
             + out_params + [("void *restrict", s) for s, _ in scratch]
-        self.unit.functions.append({"kind": "node", "name": fname, "comment": label, "types": types,
-                                    "body": body, "launch": launch, "family": kernel.template, **_parameters(fparams)})
+        function = {"kind": "node", "name": fname, "comment": label, "types": types, "body": body, "launch": launch,
+                    "family": kernel.template, "same": [], **_parameters(fparams)}
+        # (a launched kernel's launcher is the node's own: only plain functions are shared)
+        key = (tuple(fparams), body) if launch is None else None
+        shared = self.unit.bodies.get(key) if key is not None else None
+        if shared is None:
+            self.unit.functions.append(function)
+            if key is not None:
+                self.unit.bodies[key] = function
+        else:
+            shared["same"].append(label)
         scratch_vars, heap_scratch, offset = [], [], self._scratch_base
         for s, size in scratch:
             var = f"{fname}_{s}"
@@ -715,7 +727,7 @@ class CEmitter:
         # the tensors it reads, by their place in args (a backend may stage them elsewhere)
         reads = [st.Read(1 + len(dims) + j, self._nbytes_expr(v), t.ctype)
                  for j, (t, v) in enumerate(used) if self._on_device(v)]
-        call = st.Call(fname, args, label, prof, launch, reads, bool(scratch_vars))
+        call = st.Call(fname if shared is None else shared["name"], args, label, prof, launch, reads, bool(scratch_vars))
         self.steps.append(self._node_call(node, call))
         for v in node.outputs if self_alloc else ():
             self._require_value_dims(v)

@@ -9,10 +9,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto as T
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import onnxc
-from helpers import make_model
+from helpers import make_model, run_ort
 from onnxc.codegen import cexpr, memory, steps
 from onnxc.codegen.templates import environment
 
@@ -226,6 +226,36 @@ def test_generated_source_has_one_commented_function_per_node(tmp_path):
     assert "model_run(" in source
     # the fixed dim stays a constant, the symbolic one is a run-time variable
     assert "dim_n" in source and "i < (4 * dim_n)" in source
+
+
+def test_nodes_with_the_same_code_share_one_function(tmp_path):
+    """Repeated blocks (a transformer's layers) are compiled once: a node whose function would
+    be the same text as one already written calls that one, named at its call and in that
+    function's comment; a node whose code differs (another size) gets its own."""
+    rng = np.random.default_rng(3)
+    w = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), f"w{i}") for i in range(3)]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["a"], name="layer0"),
+             helper.make_node("Tanh", ["a"], ["b"], name="act0"),
+             helper.make_node("MatMul", ["b", "w1"], ["c"], name="layer1"),
+             helper.make_node("Tanh", ["c"], ["d"], name="act1"),
+             helper.make_node("MatMul", ["d", "w2"], ["e"], name="layer2"),
+             helper.make_node("Slice", ["e", "starts", "ends"], ["f"], name="half"),
+             helper.make_node("Tanh", ["f"], ["y"], name="act_half")]
+    inits = w + [numpy_helper.from_array(np.array([0], np.int64), "starts"),
+                 numpy_helper.from_array(np.array([2], np.int64), "ends")]
+    m = make_model(nodes, [("x", T.FLOAT, [4, 8])], [("y", T.FLOAT, [2, 8])], inits)
+    onnxc.compile_model(m, tmp_path, onnxc.CompileOptions(optimization_level=1))
+    source = (tmp_path / "model.c").read_text()
+    defined = re.findall(r"ONNXC_NODE static int (\w+)\(", source)
+    assert [d for d in defined if "MatMul" in d] == ["node0_MatMul_layer0"]
+    assert [d for d in defined if "Tanh" in d] == ["node1_Tanh_act0", "node6_Tanh_act_half"]   # (2 x 8: its own)
+    assert "also runs MatMul 'layer1' (the same code)" in source and "also runs MatMul 'layer2'" in source
+    assert "also runs Tanh 'act1' (the same code)" in source
+    run = source[source.index("static int run_graph("):]
+    assert run.count("rc = node0_MatMul_layer0(") == 3 and "/* MatMul 'layer2' */" in run
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    got = onnxc.InferenceSession(str(tmp_path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, run_ort(m, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
 def test_heap_values_are_owned_by_one_array_of_slots(tmp_path):
@@ -539,3 +569,18 @@ def test_shared_bodies_with_checks_at_run_time(op):
     want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feed)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_a_loop_whose_trip_count_a_check_fixed_compiles(tmp_path):
+    """GCC's -Waggressive-loop-optimizations fires on the remainder loop of a LayerNormalization
+    over a symbolic axis that its Scale's check fixes (Swin-T's export): a warning about an
+    iteration that never runs must not fail the build (warnings are errors in generated code)."""
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.standard_normal(768).astype(np.float32), "scale"),
+             numpy_helper.from_array(rng.standard_normal(768).astype(np.float32), "bias")]
+    m = make_model([helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=-1)],
+                   [("x", T.FLOAT, ["n", "s", "c"])], [("y", T.FLOAT, ["n", "s", "c"])], inits, opset=17)
+    onnxc.compile_model(m, tmp_path, onnxc.CompileOptions(threads=1))
+    x = rng.standard_normal((2, 3, 768)).astype(np.float32)
+    got = onnxc.InferenceSession(str(tmp_path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, run_ort(m, {"x": x})[0], rtol=1e-4, atol=1e-4)
