@@ -165,3 +165,53 @@ def test_common_subexpressions_are_computed_once():
     np.testing.assert_array_equal(d, -x)
     np.testing.assert_array_equal(y1, np.maximum(x.T, 0))
     np.testing.assert_array_equal(y2, y1)
+
+
+def _dilated_conv(dilation: int, size: int = 33, stride: int = 1, pad=None):
+    """A 3x3 Conv of 3 to 4 channels; pad: one for every side or (top, left, bottom, right)."""
+    rng = np.random.default_rng(dilation)
+    pads = [dilation if pad is None else pad] * 4 if not isinstance(pad, tuple) else list(pad)
+    w = onnx.numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    b = onnx.numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
+    out = (size + pads[0] + pads[2] - 2 * dilation - 1) // stride + 1
+    return make_model([helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], dilations=[dilation] * 2,
+                                        pads=pads, strides=[stride] * 2)],
+                      [("x", T.FLOAT, [1, 3, size, size])], [("y", T.FLOAT, [1, 4, out, out])], [w, b], opset=17)
+
+
+def test_trim_padding_taps_makes_a_widely_dilated_conv_a_1x1_one():
+    """Before: a 3x3 Conv dilated by 36 over a 33x33 map (its outer taps land in the padding at
+    every output position). Expected: the center tap as a 1x1 Conv without pads or dilation."""
+    from onnxc.compiler.passes.simplify import trim_padding_taps
+    g = build_graph(_dilated_conv(36))
+    infer_shapes(g)
+    trim_padding_taps(g)
+    verify(g)
+    conv = g.nodes[0]
+    assert conv.inputs[1].const.shape == (4, 3, 1, 1)
+    assert conv.attrs["pads"] == [0, 0, 0, 0] and conv.attrs["dilations"] == [1, 1]
+    assert conv.attrs["kernel_shape"] == [1, 1]
+    w = onnx.numpy_helper.to_array(_dilated_conv(36).graph.initializer[0])
+    np.testing.assert_array_equal(conv.inputs[1].const, w[:, :, 1:2, 1:2])
+
+
+def test_trim_padding_taps_keeps_taps_some_output_reads():
+    """Dilation 24 over 33: the outer taps read inside for some rows (kept); 12: every tap."""
+    from onnxc.compiler.passes.simplify import trim_padding_taps
+    for dilation in (12, 24):
+        g = build_graph(_dilated_conv(dilation))
+        infer_shapes(g)
+        before = g.dump()
+        trim_padding_taps(g)
+        assert g.dump() == before
+
+
+def test_convolutions_with_trimmed_taps_match_onnxruntime():
+    """Whole taps dropped on both sides or one (the last case keeps two taps of three), with
+    strides and pads that are not the dilation, against onnxruntime."""
+    from helpers import assert_matches_ort
+    rng = np.random.default_rng(0)
+    for dilation, size, stride, pad in ((36, 33, 1, 36), (24, 33, 1, 24), (20, 17, 1, 20), (20, 17, 2, 25),
+                                        (9, 7, 1, 9), (6, 12, 3, 10), (8, 10, 1, (8, 8, 0, 0))):
+        model = _dilated_conv(dilation, size, stride, pad)
+        assert_matches_ort(model, {"x": rng.standard_normal((1, 3, size, size)).astype(np.float32)})

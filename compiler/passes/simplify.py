@@ -96,3 +96,47 @@ def _attr_key(value: Any) -> Any:
         return value
     except TypeError:
         return ("repr", repr(value))
+
+
+def trim_padding_taps(graph: Graph) -> None:
+    """Kernel taps of a Conv (constant weights, static sizes, explicit pads) that read only
+    padding at every output position are dropped: the weights keep the taps some output reads,
+    and the pads shrink by what was dropped, so the output is the same. A 3x3 convolution
+    dilated by 36 over a 33x33 map (DeepLabV3's widest ASPP branch) is a 1x1 one: its other
+    eight taps would multiply zeros."""
+    for node in graph.nodes:
+        if node.op_type != "Conv" or node.domain or node.attrs.get("auto_pad", "NOTSET") != "NOTSET":
+            continue
+        x, w, y = node.inputs[0], node.input(1), node.outputs[0]
+        if w is None or w.const is None or x.shape is None or y.shape is None or len(x.shape) < 3 \
+                or w.const.ndim != len(x.shape):
+            continue
+        rank = len(x.shape) - 2
+        in_dims, out_dims, kernel = x.shape[2:], y.shape[2:], w.const.shape[2:]
+        if not all(isinstance(d, int) and d > 0 for d in (*in_dims, *out_dims)):
+            continue
+        strides = list(node.attrs.get("strides", [1] * rank))
+        dilations = list(node.attrs.get("dilations", [1] * rank))
+        pads = list(node.attrs.get("pads", [0] * (2 * rank)))
+        if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
+            continue
+        keep, new_pads, new_dilations = [], list(pads), list(dilations)
+        for a in range(rank):
+            s, d, begin = strides[a], dilations[a], pads[a]
+            # tap t reads input positions t * d - begin + o * s for o < out: some inside [0, in)?
+            taps = [t for t in range(kernel[a])
+                    if t * d - begin <= in_dims[a] - 1 and (out_dims[a] - 1) * s + t * d - begin >= 0]
+            if not taps:
+                break
+            first, last = taps[0], taps[-1]
+            new_pads[a] = begin - first * d
+            new_pads[a + rank] = pads[a + rank] - (kernel[a] - 1 - last) * d
+            if last == first:
+                new_dilations[a] = 1
+            keep.append(slice(first, last + 1))
+        if len(keep) != rank or min(new_pads) < 0 or all(k.stop - k.start == n for k, n in zip(keep, kernel)):
+            continue
+        trimmed = np.ascontiguousarray(w.const[(slice(None), slice(None), *keep)])
+        node.inputs = [x, graph.new_value(w.name + "_taps", w.dtype, tuple(trimmed.shape), trimmed), *node.inputs[2:]]
+        node.attrs = {**node.attrs, "pads": new_pads, "dilations": new_dilations,
+                      "kernel_shape": list(trimmed.shape[2:])}
