@@ -182,7 +182,7 @@ def _dilated_conv(dilation: int, size: int = 33, stride: int = 1, pad=None):
 def test_trim_padding_taps_makes_a_widely_dilated_conv_a_1x1_one():
     """Before: a 3x3 Conv dilated by 36 over a 33x33 map (its outer taps land in the padding at
     every output position). Expected: the center tap as a 1x1 Conv without pads or dilation."""
-    from onnxc.compiler.passes.simplify import trim_padding_taps
+    from onnxc.compiler.passes.padding import trim_padding_taps
     g = build_graph(_dilated_conv(36))
     infer_shapes(g)
     trim_padding_taps(g)
@@ -197,7 +197,7 @@ def test_trim_padding_taps_makes_a_widely_dilated_conv_a_1x1_one():
 
 def test_trim_padding_taps_keeps_taps_some_output_reads():
     """Dilation 24 over 33: the outer taps read inside for some rows (kept); 12: every tap."""
-    from onnxc.compiler.passes.simplify import trim_padding_taps
+    from onnxc.compiler.passes.padding import trim_padding_taps
     for dilation in (12, 24):
         g = build_graph(_dilated_conv(dilation))
         infer_shapes(g)
@@ -215,3 +215,56 @@ def test_convolutions_with_trimmed_taps_match_onnxruntime():
                                         (9, 7, 1, 9), (6, 12, 3, 10), (8, 10, 1, (8, 8, 0, 0))):
         model = _dilated_conv(dilation, size, stride, pad)
         assert_matches_ort(model, {"x": rng.standard_normal((1, 3, size, size)).astype(np.float32)})
+
+
+def _aspp_conv(dilation: int, channels: int = 64, size: int = 33):
+    rng = np.random.default_rng(dilation)
+    w = onnx.numpy_helper.from_array((rng.standard_normal((32, channels, 3, 3)) / 24).astype(np.float32), "w")
+    b = onnx.numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), "b")
+    return make_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], dilations=[dilation] * 2,
+                                        pads=[dilation] * 4),
+                       helper.make_node("Relu", ["c"], ["y"])],
+                      [("x", T.FLOAT, ["n", channels, size, size])], [("y", T.FLOAT, ["n", 32, size, size])], [w, b],
+                      opset=17)
+
+
+def test_split_padding_regions_cuts_a_dilated_conv_into_rectangles_without_padding():
+    """Before: a 3x3 Conv dilated by 12 over 33x33 (ASPP). Expected: 3 x 3 rectangles of
+    outputs, each a Conv without pads of a Slice of the input by the taps it reads (two, three
+    or two kernel rows and columns), joined by Concat along the width, then the height."""
+    from onnxc.compiler.passes.padding import split_padding_regions
+    g = build_graph(_aspp_conv(12))
+    infer_shapes(g)
+    split_padding_regions(g)
+    verify(g)
+    ops = [n.op_type for n in g.nodes]
+    assert ops.count("Slice") == 9 and ops.count("Conv") == 9 and ops.count("Concat") == 4 and ops[-1] == "Relu"
+    convs = [n for n in g.nodes if n.op_type == "Conv"]
+    assert [tuple(c.attrs["kernel_shape"]) for c in convs[:3]] == [(2, 2), (2, 3), (2, 2)]
+    assert all(c.attrs["pads"] == [0, 0, 0, 0] for c in convs)
+    assert [tuple(c.inputs[0].shape[2:]) for c in convs[:3]] == [(24, 24), (24, 33), (24, 24)]
+    assert g.nodes[-2].outputs[0] is g.nodes[-1].inputs[0] and g.nodes[-2].attrs == {"axis": 2}
+
+
+def test_split_padding_regions_leaves_ordinary_padding_alone():
+    """A 3x3 Conv with pads of 1 (or dilation 2 with pads of 2) reads padding on its border rows
+    only: under a quarter of its products, not worth the copies."""
+    from onnxc.compiler.passes.padding import split_padding_regions
+    for dilation in (1, 2):
+        g = build_graph(_aspp_conv(dilation, size=56))
+        infer_shapes(g)
+        before = g.dump()
+        split_padding_regions(g)
+        assert g.dump() == before
+
+
+def test_convolutions_split_into_regions_match_onnxruntime_and_the_whole_conv():
+    from helpers import assert_matches_ort
+    rng = np.random.default_rng(1)
+    for dilation in (6, 12, 24):
+        model = _aspp_conv(dilation)
+        x = {"x": rng.standard_normal((1, 64, 33, 33)).astype(np.float32)}
+        assert_matches_ort(model, x)
+        whole = onnxc.InferenceSession(model.SerializeToString(), disabled_optimizers=["split_padding_regions"])
+        split = onnxc.InferenceSession(model.SerializeToString())
+        np.testing.assert_allclose(split.run(None, x)[0], whole.run(None, x)[0], rtol=1e-5, atol=1e-5)

@@ -7,7 +7,8 @@ from ..ir import Graph
 from .fuse import fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue, scale_shift_batch_norm
 from .infer import fold_constants, infer_shapes
 from .quantized import fuse_qdq
-from .simplify import eliminate_common_subexpressions, eliminate_dead_code, remove_identity_like, trim_padding_taps
+from .padding import split_padding_regions, trim_padding_taps
+from .simplify import eliminate_common_subexpressions, eliminate_dead_code, remove_identity_like
 from .verify import verify
 
 Pass = Callable[[Graph], None]
@@ -24,6 +25,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("fold_batch_norm", fold_batch_norm, 1),
     ("scale_shift_batch_norm", scale_shift_batch_norm, 1),
     ("trim_padding_taps", trim_padding_taps, 1),
+    ("split_padding_regions", split_padding_regions, 1),
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_conv_epilogue", fuse_conv_epilogue, 2),
     ("fuse_matmul_epilogue", fuse_matmul_epilogue, 2),
