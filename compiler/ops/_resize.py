@@ -244,6 +244,16 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
         entries = cexpr.add(entries, cexpr.mul(out_d, cap))
 
     by_axis = {t["axis"]: t for t in tables}
+    # float32 bilinear over the last two axes (a segmentation head's upsampling): separable
+    # loops in float (c/resize.c.j2), where the general pass folds every output's four taps in
+    # double through the tables
+    # (an outer axis with a table, its size known only at run time, must be an identity then)
+    bilinear = None
+    outer = sorted(set(by_axis) - {rank - 2, rank - 1})
+    if attrs.mode == "linear" and not attrs.antialias and roi is None and x.dtype is dt.FLOAT \
+            and y.dtype is dt.FLOAT and rank >= 2 and {rank - 2, rank - 1} <= set(by_axis) \
+            and (not outer or attrs.coord not in NOT_IDENTITY):
+        bilinear = {"h": rank - 2, "w": rank - 1, "outer": outer, "planes": cexpr.lit(cexpr.prod(y.dims[:-2]))}
     loops = [{"axis": a, "out": cexpr.lit(y.dims[a]), "stride": cexpr.lit(x.strides[a]), "resized": a in by_axis}
              for a in range(rank)]
     mode = attrs.mode if tables else "nearest"
@@ -254,13 +264,15 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
         "extrapolate": roi is not None, "extrapolation": _extrapolation_literal(attrs.extrapolation, y.dtype),
         "aspect": aspect if any(t["scale"] == "aspect" for t in tables) else None,
         "tables": tables, "loops": loops, "X": x.name, "Y": y.name, "load": x.load("SRC"),
-        "store": _store_template(y.dtype),
+        "store": _store_template(y.dtype), "bilinear": bilinear,
     }
     kernel = k.kernel("c/resize.c.j2", **data)
     if tables:
         kernel.scratch = {"index": cexpr.mul(entries, 8)}
         if mode != "nearest":
             kernel.scratch["weight"] = cexpr.mul(entries, 8)
+        if bilinear is not None:   # a blended source row, then the width's weights in float
+            kernel.scratch["row"] = cexpr.mul(cexpr.add(x.dims[rank - 1], cexpr.mul(2, y.dims[rank - 1])), 4)
     if k.data_dims:
         kernel.shape_template = "c/resize_shape.c.j2"
         kernel.shape_data = {"aspect": aspect, "sizes": _data_dims(k, axes, sizing, scale_of, array)}

@@ -162,3 +162,39 @@ def test_upsample7_attribute():
     for n in (1, 2):
         x = rand([n, 2, 3, 3])
         np.testing.assert_array_equal(sess.run(None, {"X": x})[0], x.repeat(2, axis=2).repeat(2, axis=3))
+
+
+@pytest.mark.parametrize("coord", ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"])
+@pytest.mark.parametrize("x_shape, sizes", [([1, 21, 65, 65], [1, 21, 520, 520]),   # a segmentation head's x8
+                                            ([2, 3, 17, 9], [2, 3, 5, 30]),
+                                            ([3, 16, 11], [3, 16, 23]),
+                                            ([7, 6], [13, 4])])
+def test_bilinear_over_the_last_two_axes(coord, x_shape, sizes):
+    """float32 linear Resize of the last two axes takes the separable loops (a blended source
+    row, then two taps of it per output): up and down, 2-D to 4-D, every coordinate mode."""
+    model = resize_model(x_shape, sizes, sizes=sizes, mode="linear", coordinate_transformation_mode=coord)
+    assert_matches_ort(model, {"X": rand(x_shape)})
+
+
+def test_bilinear_with_scales_of_one_at_run_time_takes_the_general_pass():
+    """Scales given at run time may be 1 (the axis' table has one tap per output): the
+    separable loops need two."""
+    model = resize_model([1, 2, 6, 8], None, scales=[1.0, 1.0, 1.0, 2.0], runtime=("scales",), mode="linear")
+    x = rand([1, 2, 6, 8])
+    for scales in ([1.0, 1.0, 1.0, 2.0], [1.0, 1.0, 1.5, 1.0], [1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.5, 2.5]):
+        feeds = {"X": x, "scales": np.array(scales, np.float32)}
+        got = onnxc.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+        np.testing.assert_allclose(got, run_ort(model, feeds)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_bilinear_with_sizes_at_run_time_for_every_axis():
+    """DeepLabV3's export: the sizes of all four axes come at run time (the batch and channels
+    kept): the separable loops run where the outer axes turn out unchanged, the general pass
+    where they do not (onnxruntime refuses those: the ONNX reference implementation computes them)."""
+    from onnx.reference import ReferenceEvaluator
+    model = resize_model([1, 3, 5, 7], None, sizes=[1, 3, 20, 28], runtime=("sizes",), mode="linear")
+    x = rand([1, 3, 5, 7])
+    for sizes in ([1, 3, 20, 28], [1, 3, 3, 9], [1, 5, 20, 28], [2, 3, 10, 14]):
+        feeds = {"X": x, "sizes": np.array(sizes, np.int64)}
+        got = onnxc.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+        np.testing.assert_allclose(got, ReferenceEvaluator(model).run(None, feeds)[0], rtol=1e-5, atol=1e-6)
