@@ -2,6 +2,8 @@
 kernels against onnxruntime at every optimization level and in the exported optimized model."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -10,7 +12,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 import onnxc
-from helpers import make_model
+from helpers import make_model, run_onnxc, run_ort
 from tools import missing
 from onnxc.compiler.frontend import build_graph
 from onnxc.compiler.passes.fuse import (fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue,
@@ -431,3 +433,30 @@ def test_the_optimized_model_file_writes_fused_matmul_and_elementwise_as_standar
                                                      "MatMul", "Add", "Add", "Sigmoid"]
     x = RNG.standard_normal((2, 8, 16)).astype(np.float32)
     np.testing.assert_allclose(_ort(saved, {"x": x})[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
+def test_gpt2_gelu_cubes_x_by_products_inside_one_fused_loop():
+    """GPT-2's GELU, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 Pow(x, 3)))): Pow by a constant 3
+    is x * x * x, as onnxruntime computes it (bit for bit; powf rounds differently), and it joins
+    the fused loop of the rest."""
+    nodes = [helper.make_node("Pow", ["x", "three"], ["p"]), helper.make_node("Mul", ["p", "c"], ["q"]),
+             helper.make_node("Add", ["x", "q"], ["r"]), helper.make_node("Mul", ["r", "s"], ["t"]),
+             helper.make_node("Tanh", ["t"], ["u"]), helper.make_node("Add", ["u", "one"], ["v"]),
+             helper.make_node("Mul", ["x", "v"], ["w"]), helper.make_node("Mul", ["w", "half"], ["y"]),
+             helper.make_node("Pow", ["x", "two"], ["sq"])]
+    consts = {"three": 3.0, "two": 2.0, "c": 0.044715, "s": float(np.sqrt(2 / np.pi)), "one": 1.0, "half": 0.5}
+    inits = [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in consts.items()]
+    model = make_model(nodes, [("x", T.FLOAT, [64, 768])], [("y", T.FLOAT, [64, 768]), ("sq", T.FLOAT, [64, 768])],
+                       inits, opset=17)
+    from onnxc.driver import CompileOptions, generate_source
+    source = generate_source(model, CompileOptions()).source
+    functions = re.findall(r"\nONNXC_NODE static int (\w+)\([^)]*\)\n\{\n(.*?)\n\}\n", source, re.S)
+    assert [name.split("_")[1] for name, _ in functions] == ["FusedElementwise", "Pow"]
+    assert not any("pow" in body for _, body in functions)
+    x = (RNG.standard_normal((64, 768)) * 3).astype(np.float32)
+    got, want = run_onnxc(model, {"x": x}), run_ort(model, {"x": x})
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    cube = onnxc.InferenceSession(make_model([nodes[0]], [("x", T.FLOAT, [64, 768])], [("p", T.FLOAT, [64, 768])],
+                                             inits[:1], opset=17).SerializeToString())
+    np.testing.assert_array_equal(cube.run(None, {"x": x})[0], x * x * x)

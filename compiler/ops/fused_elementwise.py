@@ -14,6 +14,7 @@ from ..ir import Node
 from . import _fused
 from ._binary import Broadcasting
 from ._elementwise import Binary, Elementwise, Unary, Variadic, elementwise_kernel
+from .pow import small_power
 from .registry import InferContext, register
 
 # Broadcasting ops whose float32 kernel is their scalar expression (others check or convert).
@@ -28,7 +29,8 @@ def fusable(node: Node) -> bool:
         return False
     cls = type(impl)
     if isinstance(impl, Broadcasting):
-        plain = node.op_type in ARITHMETIC and node.version > 6   # numpy broadcasting
+        # (numpy broadcasting from version 7; Pow by a constant 2 or 3 is a product)
+        plain = node.version > 6 and (node.op_type in ARITHMETIC or (node.op_type == "Pow" and small_power(node) > 0))
     else:
         plain = any(isinstance(impl, base) and cls.lower is base.lower for base in (Unary, Binary, Variadic))
     values = [*node.inputs, node.outputs[0]]
