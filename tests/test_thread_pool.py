@@ -222,3 +222,34 @@ def test_the_pool_spins_through_pauses_like_the_last_ones_and_not_when_spinning_
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     np.testing.assert_array_equal(onnxc.InferenceSession(_conv_gemm_model().SerializeToString(), so).run(None, FEED)[0],
                                   _session(_conv_gemm_model(), 1).run(None, FEED)[0])
+
+
+def _last_cpu(tid: str) -> int:
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])   # (field 39, "processor")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
+                    reason="moves threads between CPUs: needs /proc and two CPUs to run on")
+def test_a_woken_pool_thread_keeps_off_the_callers_cpu():
+    """A pool thread asleep on the caller's CPU (where Linux puts it when the other vCPU of a
+    virtual machine halted while the process idled) is moved off it when a run wakes it, and
+    may run on all of the process's CPUs again afterwards."""
+    import time
+    cpus = os.sched_getaffinity(0)
+    before = set(os.listdir("/proc/self/task"))
+    sess = _session(_conv_gemm_model(), 2)
+    sess.run(None, FEED)
+    [tid] = set(os.listdir("/proc/self/task")) - before
+    here = min(cpus)
+    try:
+        os.sched_setaffinity(0, {here})              # the caller (this thread) on one CPU
+        time.sleep(0.3)                              # the pool thread falls asleep
+        os.sched_setaffinity(int(tid), {here})       # ... on the caller's CPU
+        for _ in range(3):
+            sess.run(None, FEED)
+            time.sleep(0.3)
+        assert os.sched_getaffinity(int(tid)) == cpus, "the pool thread's CPUs are the process's again"
+        assert _last_cpu(tid) != here, "the woken pool thread ran on the caller's CPU"
+    finally:
+        os.sched_setaffinity(0, cpus)
