@@ -310,6 +310,8 @@ CASES = [
          "raw_data size \\(8 bytes\\) is too small", "refuses"),
     Case("external_data_in_model_bytes", external_as_bytes, ModelError,
          "a model given as bytes or a ModelProto has no folder", "refuses"),
+    Case("contrib_node_short_of_inputs", lambda tmp: contrib_node_short_of_inputs(), ModelError,
+         "SkipLayerNormalization needs its first 3 input", "refuses"),
 ]
 
 
@@ -352,6 +354,14 @@ def with_untyped_attribute() -> bytes:
 def with_constant(**value) -> bytes:
     return graph_model([helper.make_node("Constant", [], ["c"], **value), helper.make_node("Add", ["x", "c"], ["y"])],
                        [("x", T.FLOAT, [2])], [("y", T.FLOAT, [2])]).SerializeToString()
+
+
+def contrib_node_short_of_inputs() -> bytes:
+    """com.microsoft SkipLayerNormalization without its gamma (the fuzz campaign's find)."""
+    m = graph_model([helper.make_node("SkipLayerNormalization", ["x", "x"], ["y"], domain="com.microsoft")],
+                    [("x", T.FLOAT, [2, 4])], [("y", T.FLOAT, [2, 4])])
+    m.opset_import.add(domain="com.microsoft", version=1)
+    return m.SerializeToString()
 
 
 def loop_with_short_body() -> bytes:

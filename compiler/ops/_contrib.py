@@ -97,12 +97,16 @@ class Expansion:
 
 
 class Composite(OpDef):
-    """A contrib op computed by standard nodes: subclasses implement ``expand``."""
+    """A contrib op computed by standard nodes: subclasses implement ``expand``, which may take
+    inputs below ``min_inputs`` (onnxruntime's required ones) as given."""
+    min_inputs = 1
 
     def expand(self, node: Node, e: Expansion) -> None:
         raise NotImplementedError
 
     def inline(self, node: Node):
+        if len(node.inputs) < self.min_inputs or any(v is None for v in node.inputs[:self.min_inputs]):
+            raise invalid(node, f"{node.op_type} needs its first {self.min_inputs} input(s)")
         e = Expansion(node)
         self.expand(node, e)
         return e.result()

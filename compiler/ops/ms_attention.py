@@ -17,6 +17,7 @@ class MsAttention(Composite):
     mask_index: key end positions (B), end then start positions (2B), a raw 0/1 mask (B, T) or
     (B, S, T): masked keys get mask_filter_value added, as onnxruntime does. past (2, B, N, P, d)
     is prepended to K and V, present returns the result; unidirectional masks later keys."""
+    min_inputs = 2
 
     def expand(self, node, e):
         attrs = attention_attributes(node, {"qkv_hidden_sizes": None, "rotary_embedding_dim": 0})

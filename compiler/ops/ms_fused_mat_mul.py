@@ -10,6 +10,7 @@ from .registry import register
 class MsFusedMatMul(Composite):
     """Y = alpha * A' @ B', where X' moves X's first axis behind its batch axes (transBatchX) and
     then swaps its last two axes (transX)."""
+    min_inputs = 2
 
     def expand(self, node, e):
         attrs = attributes(node, {"alpha": 1.0, "transA": 0, "transB": 0, "transBatchA": 0, "transBatchB": 0})

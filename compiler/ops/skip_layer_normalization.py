@@ -7,6 +7,7 @@ from .registry import register
 class SkipLayerNormalization(Composite):
     """s = input + skip [+ bias]; output = LayerNormalization(s, gamma, beta) over the last axis.
     Optional outputs: mean and inv_std_var of each row (last axis kept as 1) and s itself."""
+    min_inputs = 3
 
     def expand(self, node, e):
         epsilon = attributes(node, {"epsilon": 1e-12})["epsilon"]

@@ -11,6 +11,7 @@ class SkipSimplifiedLayerNormalization(Composite):
     """s = input + skip [+ bias]; output = s / sqrt(mean(s^2) + epsilon) * gamma over the last
     axis. Optional outputs: mean (onnxruntime writes zeros: RMS normalization has none),
     inv_std_var (last axis kept as 1) and s itself."""
+    min_inputs = 3
 
     def expand(self, node, e):
         epsilon = attributes(node, {"epsilon": 1e-12})["epsilon"]

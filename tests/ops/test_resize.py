@@ -173,7 +173,10 @@ def test_bilinear_over_the_last_two_axes(coord, x_shape, sizes):
     """float32 linear Resize of the last two axes takes the separable loops (a blended source
     row, then two taps of it per output): up and down, 2-D to 4-D, every coordinate mode."""
     model = resize_model(x_shape, sizes, sizes=sizes, mode="linear", coordinate_transformation_mode=coord)
-    assert_matches_ort(model, {"X": rand(x_shape)})
+    x = np.random.default_rng(len(x_shape) * 100 + x_shape[-1]).standard_normal(x_shape).astype(np.float32)
+    # (float rounding of the blended rows, against values up to |x|: cancellations leave
+    # outputs near 0 whose error is that of the inputs' magnitude)
+    assert_matches_ort(model, {"X": x}, atol=1e-5 * float(np.abs(x).max()))
 
 
 def test_bilinear_with_scales_of_one_at_run_time_takes_the_general_pass():
