@@ -56,13 +56,12 @@ def trim_padding_taps(graph: Graph) -> None:
         rank, in_dims, out_dims, kernel, strides, dilations, pads = geometry
         keep, new_pads, new_dilations = [], list(pads), list(dilations)
         for a in range(rank):
-            s, d, begin = strides[a], dilations[a], pads[a]
-            # tap t reads input positions t * d - begin + o * s for o < out: some inside [0, in)?
-            taps = [t for t in range(kernel[a])
-                    if t * d - begin <= in_dims[a] - 1 and (out_dims[a] - 1) * s + t * d - begin >= 0]
-            if not taps:
+            d, begin = dilations[a], pads[a]
+            # the taps some output position reads inside the input
+            spans = [_valid_taps(o, in_dims[a], kernel[a], strides[a], d, begin) for o in range(out_dims[a])]
+            first, last = min(f for f, _ in spans), max(t for _, t in spans)
+            if last < first:
                 break
-            first, last = taps[0], taps[-1]
             new_pads[a] = begin - first * d
             new_pads[a + rank] = pads[a + rank] - (kernel[a] - 1 - last) * d
             if last == first:

@@ -96,4 +96,3 @@ def _attr_key(value: Any) -> Any:
         return value
     except TypeError:
         return ("repr", repr(value))
-
