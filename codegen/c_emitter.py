@@ -41,6 +41,39 @@ EMBEDDED_CTX_BYTES = 512      # the context at the start of a freestanding build
 RESERVED = frozenset({"ctx", "rc", "inputs", "outputs", "in_shapes", "out_shapes", "weights"})
 
 
+class Weights:
+    """The weights file as constants are placed in it: each constant's bytes (a view of its
+    array, not a copy: a language model's weights are hundreds of megabytes) at an offset
+    aligned to WEIGHT_ALIGN, zeros between. ``sink``, where given, is handed every piece as it
+    is placed, in order (the driver writes the file while the rest of the model is generated)."""
+
+    def __init__(self, sink: Optional[Callable[[memoryview], None]] = None) -> None:
+        self.pieces: list[memoryview] = []
+        self.size = 0
+        self.sink = sink
+
+    def place(self, raw: Any) -> int:
+        """Appends ``raw`` (bytes-like) at the next aligned offset; returns that offset."""
+        pad = (-self.size) % WEIGHT_ALIGN
+        if pad:
+            self._add(memoryview(bytes(pad)))
+        offset = self.size
+        self._add(memoryview(raw).cast("B"))
+        return offset
+
+    def _add(self, piece: memoryview) -> None:
+        self.pieces.append(piece)
+        self.size += piece.nbytes
+        if self.sink is not None:
+            self.sink(piece)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.pieces)
+
+
 @dataclass
 class EmitOptions:
     prefix: str = "model"
@@ -60,15 +93,17 @@ class EmitOptions:
     # Embedded builds: symbolic input dims with a largest size (``--dim NAME<=MAX``). Values
     # and scratch whose sizes depend on them get arena room for the bounds, checked at run time.
     dim_bounds: dict[str, int] = field(default_factory=dict)
-    # Native builds of big models: node functions over up to this many translation units
-    # that compile in parallel (units.py); 1 keeps one unit.
-    units: int = 1
+    # Native builds: node functions over up to this many translation units that compile in
+    # parallel, and a big graph's function in a unit of its own (units.py); 0 keeps one unit.
+    units: int = 0
     # Native builds: the shared kernel helpers (GEMM, Winograd) declared only, their code in
     # helper units of its own that the compile cache keeps as objects (helper_objects.py).
     helper_objects: bool = False
     # Called with (file name, C) of a helper object's unit as soon as a kernel needs it, so that
     # the object can be built while the rest of the model is generated (driver.py).
     on_shared_helper: Optional[Callable[[str, str], None]] = None
+    # Called with each piece of the weights file as it is placed (``Weights``).
+    on_weights: Optional[Callable[[memoryview], None]] = None
 
 
 @dataclass
@@ -76,7 +111,7 @@ class CModel:
     """Everything the backend produced for one model."""
     source: str
     header: str
-    weights: bytes | bytearray   # (the unit's own buffer: a model's weights are not copied again)
+    weights: Weights | bytes     # (views of the constants: a model's weights are not copied again)
     prefix: str
     arena_bytes: int
     inputs: list[dict[str, Any]]
@@ -114,11 +149,11 @@ class _Loc:
 class _Unit:
     """What all functions of one translation unit share: names, constants, weights, helpers."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_weights: Optional[Callable[[memoryview], None]] = None) -> None:
         self.mangle = Mangler(RESERVED)
         self.const_locs: dict[Value, _Loc] = {}
         self.consts: list[dict[str, Any]] = []
-        self.weights = bytearray()
+        self.weights = Weights(on_weights)
         self.functions: list[dict[str, Any]] = []
         self.helpers: list[str] = []
         self.libraries: dict[str, str] = {}  # system libraries the helpers call -> the op that needs it
@@ -168,7 +203,7 @@ class CEmitter:
                  is_body: bool = False, scope: str = "") -> None:
         self.g = graph
         self.opt = options
-        self.unit = unit or _Unit()
+        self.unit = unit or _Unit(options.on_weights)
         self.mangle = self.unit.mangle
         self.locs: dict[Value, _Loc] = {}
         self.steps: list[st.Step] = []
@@ -237,7 +272,7 @@ class CEmitter:
         functions = sum(1 for f in unit.functions if f["kind"] == "node")
         if self.opt.embedded:
             return self._emit_embedded(data, inputs, outputs, functions)
-        parts = split_units(unit.functions, self.opt.units) if self.opt.units > 1 else []
+        parts = split_units(unit.functions, self.opt.units, len(g.nodes)) if self.opt.units > 0 else []
         units: dict[str, str] = {}
         if parts:
             data["split"] = True
@@ -527,10 +562,7 @@ class CEmitter:
                                        "comment": comment(f"{v.name}: {v.type_str()}")})
             return
         if len(raw) > INLINE_CONST_BYTES:
-            pad = (-len(weights)) % WEIGHT_ALIGN
-            weights.extend(b"\0" * pad)
-            offset = len(weights)
-            weights.extend(raw)
+            offset = weights.place(raw)
             self.unit.const_locs[v] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset,
                                                ctype=v.dtype.c_type)
         else:

@@ -26,7 +26,7 @@ from ..compiler.errors import UnsupportedError
 from ..compiler.ir import Node, Value
 from . import cuda_shells
 from . import steps as st
-from .c_emitter import WEIGHT_ALIGN, CEmitter, CModel, _ctype, _Loc
+from .c_emitter import CEmitter, CModel, _ctype, _Loc
 from .cuda_shells import Shell
 from .kernel import Kernel
 from .names import c_string
@@ -150,11 +150,7 @@ class CudaEmitter(CEmitter):
         if v.dtype is dt.STRING:   # pointers to literals: in the source, read by nodes on the host
             super()._place_const(v)
             return
-        raw = np.asarray(v.const, order="C").tobytes()
-        weights = self.unit.weights
-        weights.extend(b"\0" * ((-len(weights)) % WEIGHT_ALIGN))
-        offset = len(weights)
-        weights.extend(raw)
+        offset = self.unit.weights.place(np.asarray(v.const, order="C").reshape(-1).view(np.uint8))
         self.unit.const_locs[v] = _Loc(self.mangle(v.name, "w_"), "weight", offset=offset, ctype=v.dtype.c_type)
 
     def _host_only(self, v: Value) -> bool:

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import os
+import queue
 import shlex
 import sys
 import tempfile
@@ -403,7 +404,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                                profile=options.profile, memory=options.memory, threads=options.threads,
                                inter_threads=options.inter_threads, target=target, embedded=embedded,
                                weights_file=options.weights, dim_bounds=dict(options.dim_bounds),
-                               units=1 if embedded or cuda else usable_cores(),
+                               units=0 if embedded or cuda else usable_cores(),
                                helper_objects=not embedded and not cuda,
                                on_shared_helper=prefetch.add if early else None)
 
@@ -411,16 +412,23 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         if early and _calls_gemm(graph):
             for name, text in gemm_helper_unit(emit_options).items():
                 prefetch.add(name, text)
-    try:
-        return _emit_and_build(source, output_dir, options, command, descs, stages, toolchain, emit_options,
-                               loaded, prefetch)
-    finally:
-        prefetch.join()
+    # The manifest names the model by the cache's digest of it: taken on a thread of its own
+    # while the model loads (hashing GPT-2's 650 MB file takes most of a second; a session found
+    # it already, in the cache's index).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as hasher:
+        digest = hasher.submit(cache.model_digest, source) if output_dir is not None and not embedded else None
+        try:
+            return _emit_and_build(source, output_dir, options, command, descs, stages, toolchain, emit_options,
+                                   loaded, prefetch, digest.result if digest is not None else
+                                   functools.partial(cache.model_digest, source))
+        finally:
+            prefetch.join()
 
 
 def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list,
                     stages: _Stages, toolchain: Toolchain | CudaToolchain, emit_options: EmitOptions,
-                    on_loaded: Callable[[Graph], None], prefetch: _HelperPrefetch) -> Any:
+                    on_loaded: Callable[[Graph], None], prefetch: _HelperPrefetch,
+                    model_digest: Callable[[], str]) -> Any:
     embedded, cuda = emit_options.embedded, options.target == "cuda"
     try:
         graph = _optimize(source, options, descs, stages, on_loaded)
@@ -430,7 +438,26 @@ def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, comma
         return _write_specialising(_load(source, options), os.fspath(output_dir), options, str(e))
     emitter = CudaEmitter if cuda else CEmitter
     extra: dict[str, Any] = {"device": options.cuda_device, "tf32": options.cuda_tf32} if cuda else {}
-    emitted = emitter(graph, emit_options, **extra).emit()
+    # A library's weights file is written, and its checksum taken, on a thread of its own as code
+    # generation places the constants (then the C compile): the library reads it only when it is
+    # loaded, and writing a language model's hundreds of megabytes takes seconds.
+    writer = None
+    if output_dir is not None and not embedded:
+        os.makedirs(output_dir, exist_ok=True)
+        writer = _WeightsWriter(os.path.join(os.fspath(output_dir), WEIGHTS))
+        emit_options = dataclasses.replace(emit_options, on_weights=writer.add)
+    try:
+        return _build(source, graph, emitter(graph, emit_options, **extra).emit(), output_dir, options, command,
+                      descs, stages, toolchain, prefetch, model_digest, writer)
+    finally:
+        if writer is not None:
+            writer.abort()   # (a no-op once the file is in place)
+
+
+def _build(source: Any, graph: Graph, emitted: CModel, output_dir: Any, options: CompileOptions,
+           command: Optional[str], descs: list, stages: _Stages, toolchain: Toolchain | CudaToolchain,
+           prefetch: _HelperPrefetch, model_digest: Callable[[], str], writer: Optional[_WeightsWriter]) -> Any:
+    embedded, cuda = options.target == "c", options.target == "cuda"
     units = {"model.cu": emitted.source} if cuda else emitted.units or {"model.c": emitted.source}
     sources = [name for name in units if not name.endswith(".h")]
     stages.done("codegen", units=len(sources) + len(emitted.helper_units))
@@ -440,7 +467,7 @@ def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, comma
     if embedded:
         return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,
                                               graph.name)
-    os.makedirs(output_dir, exist_ok=True)
+    assert writer is not None
     # (the helper units too, compiled from the cache's copy: the folder rebuilds the library by hand)
     for name, text in {**units, **emitted.helper_units, "model.h": emitted.header}.items():
         _write_atomic(os.path.join(output_dir, name), text.encode())
@@ -455,15 +482,10 @@ def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, comma
         helpers = [HelperObject(os.path.join(output_dir, name), functools.partial(prefetch.get, name, functools.partial(
                        object_cache.helper_object, text, c_toolchain.object_identity(), c_toolchain.build_object)))
                    for name, text in emitted.helper_units.items()]
-    # The weights are written, and their checksum taken, while the C compiler runs: the library
-    # reads them only when it is loaded, and a language model's hundreds of megabytes take
-    # seconds to write (GPT-2's 652 MB: 4.9 s on a virtual machine's disk).
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as writer:
-        weights = writer.submit(_write_weights, os.path.join(output_dir, WEIGHTS), emitted.weights)
-        toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
-                               jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers,
-                               graph_unit=os.path.join(output_dir, emitted.graph_unit) if emitted.graph_unit else None)
-        weights_sha256 = weights.result()
+    toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
+                           jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers,
+                           graph_unit=os.path.join(output_dir, emitted.graph_unit) if emitted.graph_unit else None)
+    weights_sha256 = writer.finish()
     stages.done("link")
     os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
     manifest = {
@@ -486,7 +508,7 @@ def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, comma
         "options": json.loads(options.key()),
         # (the cache's digest of the model: a session given this folder with other options finds
         # the matching build in the cache by it)
-        "model_sha256": cache.model_digest(source),
+        "model_sha256": model_digest(),
         "source": os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else None,
     }
     if cuda:
@@ -524,10 +546,53 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
     return manifest
 
 
-def _write_weights(path: str, data: bytes | bytearray) -> str:
-    """Writes the weights file; returns its SHA-256."""
-    _write_atomic(path, data)
-    return hashlib.sha256(data).hexdigest()
+class _WeightsWriter:
+    """Writes the weights file at ``path`` from the pieces code generation hands to ``add`` (in
+    order, views of the constants), on a thread of its own, and takes its SHA-256. ``finish``
+    puts the file in place and returns the hash; ``abort`` (after a failure) removes what was
+    written."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        fd, self.tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        self.file = os.fdopen(fd, "wb")
+        self.hash = hashlib.sha256()
+        self.error: Optional[BaseException] = None
+        self.pieces: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._write, name="onnxc-weights", daemon=True)
+        self.thread.start()
+        self.done = False
+
+    def add(self, piece: memoryview) -> None:
+        self.pieces.put(piece)
+
+    def _write(self) -> None:
+        while (piece := self.pieces.get()) is not None:
+            if self.error is None:
+                try:
+                    self.file.write(piece)
+                    self.hash.update(piece)
+                except BaseException as e:   # (raised by finish, in the compiling thread)
+                    self.error = e
+
+    def _stop(self) -> None:
+        if not self.done:
+            self.done = True
+            self.pieces.put(None)
+            self.thread.join()
+            self.file.close()
+
+    def finish(self) -> str:
+        self._stop()
+        if self.error is not None:
+            raise self.error
+        os.replace(self.tmp, self.path)
+        return self.hash.hexdigest()
+
+    def abort(self) -> None:
+        self._stop()
+        with contextlib.suppress(OSError):
+            os.unlink(self.tmp)
 
 
 def _write_atomic(path: str, data: bytes | bytearray) -> None:

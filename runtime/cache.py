@@ -102,19 +102,38 @@ def _stat_of(path: str) -> list:
         return [-1, -1]
 
 
+HASH_BLOCK = 1 << 22   # bytes read at a time when hashing a model file
+
+
 def _hash_model_file(path: str) -> tuple[str, list[str]]:
     h = hashlib.sha256()
     files = [path]
+    # (read in blocks through one buffer: a language model's file is hundreds of megabytes, and
+    # reading it whole takes as much new memory again; the whole file is read only where it
+    # names external data, whose locations are parsed from it)
+    block = bytearray(HASH_BLOCK)
+    view = memoryview(block)
+    mentions_location = False
+    tail = b""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb", buffering=0) as f:
+            while n := f.readinto(block):
+                h.update(view[:n])
+                if not mentions_location:
+                    head = bytes(view[:min(n, 16)])
+                    mentions_location = b"location" in tail + head or block.find(b"location", 0, n) >= 0
+                    tail = bytes(view[max(n - 16, 0):n])
     except FileNotFoundError as e:
         raise ModelNotFound(f"model file not found: {path}") from e
     except OSError as e:
         raise ModelError(f"cannot read the model file: {e}") from e
-    h.update(data)
-    if b"location" in data:  # cheap pre-check before parsing for external data references
+    if mentions_location:  # cheap pre-check before parsing for external data references
         folder = os.path.realpath(os.path.dirname(path) or ".")
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ModelError(f"cannot read the model file: {e}") from e
         for location in _external_locations(data):
             h.update(location.encode())
             external = os.path.join(os.path.dirname(path), location)

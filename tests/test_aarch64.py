@@ -118,7 +118,7 @@ def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, mo
     emitted = generate_source(model, options)
     (tmp_path / "model.c").write_text(emitted.source)
     (tmp_path / "model.h").write_text(emitted.header)
-    (tmp_path / "weights.bin").write_bytes(emitted.weights)
+    (tmp_path / "weights.bin").write_bytes(bytes(emitted.weights))
     for unit, text in emitted.helper_units.items():   # (the GEMM's and Winograd's, linked as objects)
         (tmp_path / unit).write_text(text)
     keep = [i for i, o in enumerate(host) if o.dtype == np.float32]

@@ -3,6 +3,7 @@
 model at once make one artifact; a cache folder others can write is refused."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -234,16 +235,50 @@ def test_a_cache_folder_owned_by_another_user_is_refused(cache_dir, compiles):
 
 def test_the_weights_written_beside_the_c_compile_are_checked_and_a_failure_to_write_them_fails_the_build(
         tmp_path, monkeypatch):
-    """The weights file is written while the C compiler runs (driver.py): the manifest holds its
-    checksum, and a failed write fails the compile, which leaves no manifest behind."""
-    import hashlib
+    """The weights file is written on a thread of its own while code is generated and compiled
+    (driver.py): the manifest holds its checksum, and a failed write fails the compile, which
+    leaves no manifest and no part of the file behind."""
     driver.compile_model(add_weights_model(), tmp_path / "ok", driver.CompileOptions())
     manifest = json.loads((tmp_path / "ok" / "manifest.json").read_text())
-    assert manifest["weights_sha256"] == hashlib.sha256((tmp_path / "ok" / "weights.bin").read_bytes()).hexdigest()
+    weights = (tmp_path / "ok" / "weights.bin").read_bytes()
+    assert manifest["weights_sha256"] == hashlib.sha256(weights).hexdigest()
+    assert np.array_equal(np.frombuffer(weights, np.float32), WEIGHTS)
 
-    def full_disk(path, data):
-        raise OSError(28, "No space left on device")
-    monkeypatch.setattr(driver, "_write_weights", full_disk)
+    class FullDisk:
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            pass
+    start = driver._WeightsWriter.__init__
+
+    def full_disk(self, path):
+        start(self, path)
+        self.file.close()
+        self.file = FullDisk()
+    monkeypatch.setattr(driver._WeightsWriter, "__init__", full_disk)
     with pytest.raises(OSError, match="No space left"):
         driver.compile_model(add_weights_model(), tmp_path / "full", driver.CompileOptions())
-    assert not (tmp_path / "full" / "manifest.json").exists()
+    assert sorted(os.listdir(tmp_path / "full")) and not [
+        name for name in os.listdir(tmp_path / "full") if name.startswith(".tmp-") or name in ("manifest.json",
+                                                                                             "weights.bin")]
+
+
+@pytest.mark.parametrize("block", [5, 7, 64, 1 << 22])
+def test_a_model_files_digest_covers_its_external_data_whatever_the_read_block(tmp_path, cache_dir, monkeypatch,
+                                                                               block):
+    """The digest hashes a model file in blocks: the word that marks external data is found
+    wherever it falls across blocks, and a changed external file changes the digest."""
+    model = add_weights_model()
+    onnx.save(model, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.data", size_threshold=0)
+    monkeypatch.setattr(cache, "HASH_BLOCK", block)
+    digest, files = cache._hash_model_file(str(tmp_path / "m.onnx"))
+    data = (tmp_path / "m.onnx").read_bytes()
+    expected = hashlib.sha256(data + b"m.data" + (tmp_path / "m.data").read_bytes()).hexdigest()
+    assert (digest, files) == (expected, [str(tmp_path / "m.onnx"), str(tmp_path / "m.data")])
+    (tmp_path / "m.data").write_bytes((tmp_path / "m.data").read_bytes()[:-1] + b"\1")
+    assert cache._hash_model_file(str(tmp_path / "m.onnx"))[0] != digest
+    onnx.save(add_weights_model(), str(tmp_path / "inline.onnx"))   # (saving with external data changed model)
+    assert cache._hash_model_file(str(tmp_path / "inline.onnx")) == (
+        hashlib.sha256((tmp_path / "inline.onnx").read_bytes()).hexdigest(), [str(tmp_path / "inline.onnx")])

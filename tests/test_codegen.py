@@ -337,6 +337,50 @@ def test_split_build_runs_as_one_unit(monkeypatch, tmp_path):
     assert actual[1].tolist() == expected[1].tolist()
 
 
+def test_a_graph_of_many_nodes_gets_a_unit_of_its_own_and_counts_as_a_load():
+    """units.split_units: few node functions stay with the graph below GRAPH_UNIT_NODES nodes;
+    from there the graph unit is apart (even on one core), and the node functions are shared
+    out with the graph unit's compile as a load on the first core."""
+    from onnxc.codegen import units
+
+    def fn(k, size, family="f"):
+        return {"kind": "node", "name": f"n{k}", "family": family, "body": "x" * size}
+    few = [fn(k, 100) for k in range(20)]
+    assert units.split_units(few, 2, graph_nodes=units.GRAPH_UNIT_NODES - 1) == []
+    for jobs in (1, 2, 4):
+        parts = units.split_units(few, jobs, graph_nodes=units.GRAPH_UNIT_NODES)
+        assert [[f["name"] for f in part] for part in parts] == [[f["name"] for f in few]]
+    # node code worth two cores: the unit built after the graph unit is the smaller one
+    many = [fn(k, 4000, family=f"f{k % 7}") for k in range(40)]
+    graph_nodes = 20 * 4000 // units.GRAPH_NODE_BYTES
+    parts = units.split_units(many, 2, graph_nodes=graph_nodes)
+    sizes = [sum(len(f["body"]) for f in part) for part in parts]
+    assert len(parts) == 2 and sizes[0] < sizes[1] and sum(sizes) == 40 * 4000
+    assert abs(sizes[0] + graph_nodes * units.GRAPH_NODE_BYTES - sizes[1]) <= 2 * 4000 * 6
+    assert sorted(f["name"] for part in parts for f in part) == sorted(f["name"] for f in many)
+    assert units.split_units(many, 2) == units.split_units(many, 2, graph_nodes=units.GRAPH_UNIT_NODES - 1)
+
+
+def test_a_model_of_many_nodes_builds_its_graph_unit_apart_on_one_core(monkeypatch, tmp_path):
+    """One core, node functions too small to split, but nodes enough: model.c (the graph unit,
+    at GRAPH_OPT) and one node unit, which compute what onnxruntime does."""
+    from helpers import run_ort
+
+    from onnxc import driver
+    from onnxc.codegen import units
+    monkeypatch.setattr(units, "GRAPH_UNIT_NODES", 3)
+    monkeypatch.setattr(driver, "usable_cores", lambda: 1)
+    model = _split_model()
+    driver.compile_model(model, tmp_path)
+    assert {p.name for p in tmp_path.iterdir() if p.name.startswith("model")} == {
+        "model.c", "model.h", "model_common.h", "model_nodes_1.c"}
+    feeds = {"x": np.array([[1, -2, 3], [0.5, 0, -1]], np.float32), "n": np.array(3, np.int64)}
+    actual = onnxc.InferenceSession(str(tmp_path)).run(None, feeds)
+    expected = run_ort(model, feeds)
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5)
+    assert actual[1].tolist() == expected[1].tolist()
+
+
 def test_the_graph_unit_of_a_split_build_is_compiled_without_optimization(monkeypatch, tmp_path):
     """model.c of a split build holds the graph's functions only (calls in order, checks,
     releases): it is built with GRAPH_OPT, the node units with the build's optimization."""

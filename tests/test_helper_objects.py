@@ -329,12 +329,14 @@ def test_helper_units_built_before_the_build_are_the_ones_it_links(threads):
     captured = {}
     original = driver._emit_and_build
 
-    def spy(source, output_dir, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch):
+    def spy(source, output_dir, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch,
+            *rest):
         requested = {}
         emit_options = dataclasses.replace(emit_options,
                                            on_shared_helper=lambda name, text: requested.update({name: text}))
         captured.update(opt=emit_options, requested=requested)
-        return original(source, None, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch)
+        return original(source, None, options, command, descs, stages, toolchain, emit_options, on_loaded, prefetch,
+                        *rest)
     import dataclasses
     import unittest.mock
     with unittest.mock.patch.object(driver, "_emit_and_build", spy):
