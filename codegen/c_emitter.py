@@ -29,7 +29,7 @@ from .literals import BIT_PATTERN_TYPES, c_bit_patterns, c_literals
 from .names import Mangler, c_string, comment
 from .templates import render
 from .units import split_units
-from .uses import Reads, Uses, plain
+from .uses import DimVar, Reads, Uses, plain
 
 if TYPE_CHECKING:
     from .cuda_shells import Shell
@@ -197,6 +197,7 @@ class CEmitter:
     template_dir = "c"
     source_template = "c/model.c.j2"
     step_template = "c/steps.j2"       # the macros that render each kind of step
+    LOCAL_DIMS = True   # node functions name their dims (_node_dim); a CUDA launch names the graph's
 
     def __init__(self, graph: Graph, options: EmitOptions, unit: _Unit | None = None,
                  entry_inputs: list[Value] | None = None, outer_ready: frozenset = frozenset(),
@@ -573,39 +574,67 @@ class CEmitter:
                                 "comment": comment(f"{v.name}: {v.type_str()}")})
 
     # --- nodes ----------------------------------------------------------------
-    def _tensor_ref(self, name: str, v: Value, uses: Uses) -> TensorRef:
-        """``v`` as parameter ``name`` of a node function whose text records what it names in ``uses``."""
+    def _tensor_ref(self, name: str, v: Value, uses: Uses, local: Optional[dict[str, str]] = None) -> TensorRef:
+        """``v`` as parameter ``name`` of a node function whose text records what it names in
+        ``uses`` (its dims by their names in the function: ``_node_dim``)."""
         if not v.is_tensor:  # a container: its elements' dims live in it at run time
             return TensorRef(uses.tensor(name), v.dtype, v.shape, [], None, v.kind, v.key_dtype)
-        return TensorRef(uses.tensor(name), v.dtype, tuple(v.shape), [self._node_dim(d, uses) for d in v.shape],
-                         v.const)
+        return TensorRef(uses.tensor(name), v.dtype, tuple(v.shape),
+                         [self._node_dim(d, uses, local) for d in v.shape], v.const)
 
-    def _node_dim(self, d, uses: Uses) -> cexpr.CExpr:
-        """Dim ``d`` as a node function's text names it (recorded in ``uses`` when written)."""
-        return d if isinstance(d, int) else uses.dim(self.dim_var(d))
+    def _node_dim(self, d, uses: Uses, local: Optional[dict[str, str]] = None) -> cexpr.CExpr:
+        """Dim ``d`` as a node function's text names it (recorded in ``uses`` when written).
+
+        ``local`` (the graph's dim variable -> the function's parameter): a dim the model names
+        (an input's ``dim_param``) keeps its name, any other is the function's ``dim_1``,
+        ``dim_2``... in the order the node first names them. Nodes that compute the same at
+        sizes of the same form then have the same text and share one function (``_Unit.bodies``)
+        where the graph made up different symbols for them (each layer of a transformer's export
+        has its own)."""
+        if isinstance(d, int):
+            return d
+        var = self.dim_var(d)
+        if local is None:
+            return uses.dim(var)
+        name = local.get(var)
+        if name is None:
+            taken = set(local.values())
+            definition = self.g.dims.defs.get(d)
+            if definition is not None and definition.kind == "input" and definition.named and var not in taken:
+                name = var
+            else:
+                n = len(local) + 1
+                while f"dim_{n}" in taken:
+                    n += 1
+                name = f"dim_{n}"
+            local[var] = name
+        return uses.dim(name)
 
     def _require_value_dims(self, v: Value) -> None:
         if v.is_tensor:
             self._require_dims(v.shape)
 
-    def _emit_node(self, index: int, node: Node) -> None:
+    def _emit_node(self, index: int, node: Node, local_dims: bool = True) -> None:
         params = Mangler(RESERVED)
         uses = Uses()
         in_names, out_names = _spec_names(node)
-        inputs = [None if v is None else self._tensor_ref(params(in_names[i], ""), v, uses)
-                  for i, v in enumerate(node.inputs)]
-        outputs = [self._tensor_ref(params(out_names[i], ""), v, uses) for i, v in enumerate(node.outputs)]
         data_syms = [s for s in _output_syms(node) if self.g.dims.defs[s].kind == "data"
                      and s not in self._dims_ready]
+        # (a node that computes dims from data, or allocates its outputs, names the graph's)
+        local: Optional[dict[str, str]] = {} if self.LOCAL_DIMS and local_dims and not data_syms \
+            and not node.impl.allocates_outputs else None
+        inputs = [None if v is None else self._tensor_ref(params(in_names[i], ""), v, uses, local)
+                  for i, v in enumerate(node.inputs)]
+        outputs = [self._tensor_ref(params(out_names[i], ""), v, uses, local) for i, v in enumerate(node.outputs)]
         data_params = [f"out_{self.dim_var(s)}" for s in data_syms]  # see KernelContext.data_dim_ptr
-        captures = [(self._tensor_ref(params(v.name, "cap_"), v, uses), v) for v in captured_values(node)]
+        captures = [(self._tensor_ref(params(v.name, "cap_"), v, uses, local), v) for v in captured_values(node)]
         for v in node.inputs:
             if v is not None:
                 self._require_value_dims(v)
         for _, v in captures:
             self._require_value_dims(v)
-        k = KernelContext(node, inputs, outputs, lambda d: self._node_dim(d, uses), data_params, self.opt.target,
-                          uses)
+        k = KernelContext(node, inputs, outputs, lambda d: self._node_dim(d, uses, local), data_params,
+                          self.opt.target, uses)
         k.captures = {v: t for t, v in captures}
         k.emit_body = lambda attr: self._emit_body(node, attr, k)
         k.new_random_stream = lambda: self._random_stream(node)
@@ -615,6 +644,13 @@ class CEmitter:
             raise
         except NotImplementedError as e:
             raise UnsupportedError(f"{node.label}: {e}") from e
+        if local and kernel.scratch:
+            # scratch is sized where the graph calls the node: in the graph's dim variables
+            graph_dims = {name: DimVar(var) for var, name in local.items()}
+            sizes = {name: cexpr.rename(size, graph_dims) for name, size in kernel.scratch.items()}
+            if any(size is None for size in sizes.values()):   # (text that names dims: lowered again)
+                return self._emit_node(index, node, local_dims=False)
+            kernel = replace(kernel, scratch=sizes)
         fname = self.mangle(node.name or node.op_type, f"{self.scope}node{index}_{node.op_type}_")
         label = comment(f"{node.domain + '::' if node.domain else ''}{node.op_type} '{node.name}'"
                         + (f" = {node.memo['fused']}" if "fused" in node.memo else ""))
@@ -754,7 +790,9 @@ class CEmitter:
             out_args = [f"&{self._slot(v)}" for v in node.outputs] + ["&" + self.dim_var(s) for s in data_syms]
         else:
             out_args = [self._loc(v).var for v in node.outputs]
-        args = ["ctx"] + dims + [self._loc(v).var for _, v in used] + out_args + scratch_vars
+        graph_dim = {name: var for var, name in (local or {}).items()}   # (a parameter -> what the call passes)
+        args = ["ctx"] + [graph_dim.get(d, d) for d in dims] + [self._loc(v).var for _, v in used] + out_args \
+            + scratch_vars
         prof = len(self.unit.profile_nodes) if self.opt.profile else None
         # the tensors it reads, by their place in args (a backend may stage them elsewhere)
         reads = [st.Read(1 + len(dims) + j, self._nbytes_expr(v), t.ctype)

@@ -136,6 +136,29 @@ def strides(dims: list[CExpr]) -> list[CExpr]:
     return out[::-1]
 
 
+def rename(x: CExpr, names: dict[str, DimVar]) -> Optional[CExpr]:
+    """``x`` built again with the dim variables ``names`` maps replaced (the rest kept); None
+    where it holds opaque text that names a dim variable."""
+    if isinstance(x, int):
+        return x
+    if isinstance(x, DimVar):
+        return names.get(plain(x), x)
+    if not isinstance(x, Expr):
+        return None if any(kind == "dim" for _, kind, _ in refs(x)) else x
+    args = [rename(a, names) if not (x.op == "round_up" and k == 1) else a for k, a in enumerate(x.args)]
+    if any(a is None for a in args):
+        return None
+    if x.op == "mul":
+        return mul(*args)
+    if x.op == "add":
+        return add(*args)
+    if x.op == "div":
+        return div(*args)
+    if x.op == "round_up":
+        return round_up(args[0], args[1])
+    return call(x.op, *args)
+
+
 def symbols(x: CExpr) -> Optional[frozenset[str]]:
     """The dim variables ``x`` names, or None where it holds opaque text."""
     if isinstance(x, int):

@@ -52,6 +52,7 @@ def parallel_template(template: str) -> Optional[str]:
 class CudaEmitter(CEmitter):
     source_template = "cuda/model.cu.j2"
     step_template = "cuda/steps.j2"
+    LOCAL_DIMS = False
 
     def __init__(self, *args: Any, device: int = 0, tf32: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -258,6 +258,85 @@ def test_nodes_with_the_same_code_share_one_function(tmp_path):
     np.testing.assert_allclose(got, run_ort(m, {"x": x})[0], rtol=1e-5, atol=1e-6)
 
 
+def _layers_of_made_up_dims() -> onnx.ModelProto:
+    """Three layers whose sizes the graph names with symbols of its own: each Reshape's output
+    (-1 rows) gets a fresh one, as a transformer's export gives each layer its own."""
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(np.array([-1, 8], np.int64), "rows")]
+    nodes, x = [], "x"
+    for i in range(3):
+        inits.append(numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), f"w{i}"))
+        nodes += [helper.make_node("Reshape", [x, "rows"], [f"r{i}"], name=f"flat{i}"),
+                  helper.make_node("MatMul", [f"r{i}", f"w{i}"], [f"m{i}"], name=f"layer{i}"),
+                  helper.make_node("Tanh", [f"m{i}"], [f"t{i}"], name=f"act{i}"),
+                  helper.make_node("Reshape", [f"t{i}", "shape"], [f"y{i}" if i < 2 else "y"], name=f"back{i}")]
+        x = f"y{i}"
+    return make_model(nodes, [("x", T.FLOAT, ["batch", 4, 8]), ("shape", T.INT64, [3])],
+                      [("y", T.FLOAT, ["batch", 4, 8])], inits)
+
+
+def test_nodes_whose_sizes_the_graph_names_differently_share_one_function(tmp_path):
+    """A node function names the dims its model does not (symbols the compiler made up) dim_1,
+    dim_2... in the order it first names them, and keeps a named input dim's name: layers
+    whose sizes have their own symbols then share one function, and each call passes its
+    own layer's dims."""
+    m = _layers_of_made_up_dims()
+    onnxc.compile_model(m, tmp_path, onnxc.CompileOptions(optimization_level=1))
+    source = (tmp_path / "model.c").read_text()
+    defined = re.findall(r"ONNXC_NODE static int (\w+)\(([^)]*)\)", source)
+    matmuls = [(name, params) for name, params in defined if "MatMul" in name]
+    assert len(matmuls) == 1 and "int64_t dim_1" in matmuls[0][1], defined
+    assert len([name for name, _ in defined if "Tanh" in name]) == 1
+    run = source[source.index("static int run_graph("):]
+    calls = re.findall(r"rc = (node\d+_MatMul_\w+)\(ctx, (dim_\w+),", run)
+    assert len(calls) == 3 and len({fn for fn, _ in calls}) == 1 and len({dim for _, dim in calls}) == 3, calls
+    assert "int64_t dim_batch" in source   # (a dim the model names keeps its name)
+    rng = np.random.default_rng(6)
+    for batch in (1, 3):
+        feeds = {"x": rng.standard_normal((batch, 4, 8)).astype(np.float32), "shape": np.array([batch, 4, 8])}
+        got = onnxc.InferenceSession(str(tmp_path)).run(None, feeds)[0]
+        np.testing.assert_allclose(got, run_ort(m, feeds)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_node_whose_scratch_size_cannot_be_renamed_names_the_graphs_dims(tmp_path, monkeypatch):
+    """Scratch is sized where the graph calls the node, in the graph's dim variables: where
+    a size cannot be built again in them (text a lowering formatted), the node is lowered
+    again naming the graph's dims, and still computes what onnxruntime does."""
+    from onnxc.codegen import cexpr
+    monkeypatch.setattr(cexpr, "rename", lambda x, names: None)
+    rng = np.random.default_rng(7)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    m = make_model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+                    helper.make_node("Relu", ["c"], ["y"], name="relu")],
+                   [("x", T.FLOAT, ["batch", 3, "h", 9])], [("y", T.FLOAT, ["batch", 4, "h", 9])], [w])
+    onnxc.compile_model(m, tmp_path, onnxc.CompileOptions(optimization_level=1))
+    source = (tmp_path / "model.c").read_text()
+    conv = re.search(r"ONNXC_NODE static int (\w*Conv\w*)\(([^)]*)\)", source)
+    assert conv and "dim_h" in conv.group(2) and "scratch" in conv.group(2), conv
+    x = rng.standard_normal((2, 3, 5, 9)).astype(np.float32)
+    got = onnxc.InferenceSession(str(tmp_path)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, run_ort(m, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_size_expression_is_built_again_in_other_dim_variables():
+    """cexpr.rename: the same operations over the renamed variables (its symbols and value
+    follow), text a lowering formatted around a dim variable refused (None)."""
+    from onnxc.codegen import cexpr
+    from onnxc.codegen.uses import DimVar, Uses, fill
+    uses = Uses()
+    a, b = uses.dim("dim_1"), uses.dim("dim_2")
+    size = cexpr.add(cexpr.round_up(cexpr.mul(4, a, cexpr.div(b, 2)), 64),
+                     cexpr.call("onnxc_dim_max", a, 8), 16)
+    names = {"dim_1": DimVar("dim_rows"), "dim_2": DimVar("dim_cols")}
+    renamed = cexpr.rename(size, names)
+    assert cexpr.symbols(renamed) == {"dim_rows", "dim_cols"}
+    assert "dim_1" not in str(renamed) and "dim_rows" in str(renamed)
+    assert cexpr.evaluate(renamed, {"dim_rows": 5, "dim_cols": 7}) == cexpr.evaluate(size, {"dim_1": 5, "dim_2": 7})
+    assert cexpr.rename(12, names) == 12 and cexpr.rename(DimVar("dim_other"), names) == "dim_other"
+    assert cexpr.rename(fill("{} * 4", a), names) is None and cexpr.rename(cexpr.mul(fill("{} * 4", a), b), names) is None
+    assert cexpr.rename("sizeof(float)", names) == "sizeof(float)"
+
+
 def test_heap_values_are_owned_by_one_array_of_slots(tmp_path):
     """Values of a run-time size are owned by the function's array of heap slots, named by an
     enum and cleared by a function the compiler does not see into (as separate locals, GCC
