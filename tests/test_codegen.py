@@ -337,6 +337,22 @@ def test_a_size_expression_is_built_again_in_other_dim_variables():
     assert cexpr.rename("sizeof(float)", names) == "sizeof(float)"
 
 
+def test_a_value_no_memory_can_hold_fails_the_run_clearly_and_the_session_runs_on(tmp_path):
+    """A value of a run-time size gets its memory through onnxc_slot_alloc: a size no address
+    space holds (2^62 bytes) fails the run with "out of memory", and the next run works."""
+    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["big"], value=helper.make_tensor("v", T.FLOAT, [1], [1.0])),
+             helper.make_node("ReduceSum", ["big"], ["s"], keepdims=0)]
+    m = make_model(nodes, [("shape", T.INT64, [2])], [("s", T.FLOAT, [])])
+    onnxc.compile_model(m, tmp_path)
+    source = (tmp_path / "model.c").read_text()
+    run = source[source.index("static int run_graph("):]
+    assert "onnxc_slot_alloc(ctx, &heap[" in run and "onnxc_node_ended(ctx, &rc)" in run
+    session = onnxc.InferenceSession(str(tmp_path))
+    with pytest.raises(onnxc.RuntimeFailure, match="out of memory"):
+        session.run(None, {"shape": np.array([1 << 30, 1 << 30])})
+    assert session.run(None, {"shape": np.array([3, 4])})[0] == 12
+
+
 def test_heap_values_are_owned_by_one_array_of_slots(tmp_path):
     """Values of a run-time size are owned by the function's array of heap slots, named by an
     enum and cleared by a function the compiler does not see into (as separate locals, GCC
