@@ -419,8 +419,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
         digest = hasher.submit(cache.model_digest, source) if output_dir is not None and not embedded else None
         try:
             return _emit_and_build(source, output_dir, options, command, descs, stages, toolchain, emit_options,
-                                   loaded, prefetch, digest.result if digest is not None else
-                                   functools.partial(cache.model_digest, source))
+                                   loaded, prefetch, digest)
         finally:
             prefetch.join()
 
@@ -428,7 +427,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
 def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, command: Optional[str], descs: list,
                     stages: _Stages, toolchain: Toolchain | CudaToolchain, emit_options: EmitOptions,
                     on_loaded: Callable[[Graph], None], prefetch: _HelperPrefetch,
-                    model_digest: Callable[[], str]) -> Any:
+                    model_digest: Optional[concurrent.futures.Future]) -> Any:
     embedded, cuda = emit_options.embedded, options.target == "cuda"
     try:
         graph = _optimize(source, options, descs, stages, on_loaded)
@@ -456,7 +455,8 @@ def _emit_and_build(source: Any, output_dir: Any, options: CompileOptions, comma
 
 def _build(source: Any, graph: Graph, emitted: CModel, output_dir: Any, options: CompileOptions,
            command: Optional[str], descs: list, stages: _Stages, toolchain: Toolchain | CudaToolchain,
-           prefetch: _HelperPrefetch, model_digest: Callable[[], str], writer: Optional[_WeightsWriter]) -> Any:
+           prefetch: _HelperPrefetch, model_digest: Optional[concurrent.futures.Future],
+           writer: Optional[_WeightsWriter]) -> Any:
     embedded, cuda = options.target == "c", options.target == "cuda"
     units = {"model.cu": emitted.source} if cuda else emitted.units or {"model.c": emitted.source}
     sources = [name for name in units if not name.endswith(".h")]
@@ -467,7 +467,7 @@ def _build(source: Any, graph: Graph, emitted: CModel, output_dir: Any, options:
     if embedded:
         return embedded_package.write_package(emitted, output_dir, command or _command_line(), __version__,
                                               graph.name)
-    assert writer is not None
+    assert writer is not None and model_digest is not None   # (both made for a library's folder)
     # (the helper units too, compiled from the cache's copy: the folder rebuilds the library by hand)
     for name, text in {**units, **emitted.helper_units, "model.h": emitted.header}.items():
         _write_atomic(os.path.join(output_dir, name), text.encode())
@@ -508,7 +508,7 @@ def _build(source: Any, graph: Graph, emitted: CModel, output_dir: Any, options:
         "options": json.loads(options.key()),
         # (the cache's digest of the model: a session given this folder with other options finds
         # the matching build in the cache by it)
-        "model_sha256": model_digest(),
+        "model_sha256": model_digest.result(),
         "source": os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else None,
     }
     if cuda:
