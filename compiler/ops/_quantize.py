@@ -64,9 +64,16 @@ def saturate(value: str, target: dt.DType) -> str:
     return target.store.format(f"({target.compute})onnxc_quant_clamp({value}, {q.lo}.0, {q.hi}.0)")
 
 
-def quantize(ratio: str, zero: str, target: dt.DType, saturating: bool) -> str:
-    """C expression: x / scale (``ratio``) plus the double zero point ``zero``, as ``target``."""
+def quantize(ratio: str, zero: str, target: dt.DType, saturating: bool, compute: str = "double") -> str:
+    """C expression: x / scale (``ratio``, of C type ``compute``) plus the zero point ``zero``
+    (``zero_load`` in that type), as ``target``. A float ratio is rounded and saturated in
+    float, which gives the double computation's values: its rounding is exact, and adding a
+    zero point of at most 16 bits is exact below 2^24 and saturates alike above (no quantized
+    integer type is wider), while vectors of floats hold twice the values."""
     q = QUANT_TYPES[target]
+    if q.fn is None and compute == "float":
+        return target.store.format(f"({target.compute})onnxc_quant_clampf(rintf({ratio}) + {zero}, "
+                                   f"{q.lo}.0f, {q.hi}.0f)")
     if q.fn is None:
         return saturate(f"rint((double)({ratio})) + {zero}", target)
     value = f"{ratio} + {zero}" if q.adds_zero else ratio
@@ -164,9 +171,11 @@ def loop_data(k: KernelContext, op: str, x: TensorRef, params: list[TensorRef], 
             "base": base, "blocked": lay.mode == "block", "x": x.name, "y": k.out.name}
 
 
-def zero_load(zp: Optional[TensorRef], index: str) -> str:
-    """The zero point at ``index`` as a double (0 when absent)."""
-    return "(double)" + zp.load(index) if zp is not None else "0.0"   # (names zp only where written)
+def zero_load(zp: Optional[TensorRef], index: str, ctype: str = "double") -> str:
+    """The zero point at ``index`` as a ``ctype`` (double or float; 0 when absent)."""
+    if zp is None:   # (names zp only where written)
+        return "0.0" if ctype == "double" else "0.0f"
+    return f"({ctype})" + zp.load(index)
 
 
 # --- requantization of int32 accumulators (QLinearConv, QLinearMatMul, QGemm) ---------------

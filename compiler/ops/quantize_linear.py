@@ -35,7 +35,8 @@ class QuantizeLinear(OpDef):
         div = dt.from_onnx(precision) if precision else _division_type(x.dtype, scale.dtype)
         ct = qz.compute_of(div)
         ratio = qz.round_to(f"({ct}){x.load('row + i')} / ({ct}){scale.load('s')}", div)
-        data["value"] = qz.quantize(ratio, qz.zero_load(zp, "s"), k.out.dtype, bool(node.attrs.get("saturate", 1)))
+        data["value"] = qz.quantize(ratio, qz.zero_load(zp, "s", ct), k.out.dtype, bool(node.attrs.get("saturate", 1)),
+                                    ct)
         return k.kernel("c/quantize.c.j2", helpers=(qz.HELPER, qz.ROUND_HELPER), **data)
 
 
