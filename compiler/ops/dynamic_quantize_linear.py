@@ -24,4 +24,4 @@ class DynamicQuantizeLinear(OpDef):
         return k.kernel("c/dynamic_quantize.c.j2", helpers=(qz.HELPER,), x=x.name, n=cexpr.lit(x.numel),
                         y=y.name, y_scale=scale.name, y_zero_point=zero.name,
                         zero=qz.saturate("rint((double)(0.0f - lo / scale))", dt.UINT8),
-                        value=qz.saturate(f"rint((double)({x.name}[i] / scale)) + (double)zp", dt.UINT8))
+                        value=qz.quantize(f"{x.name}[i] / scale", "(float)zp", dt.UINT8, True, "float"))
