@@ -225,15 +225,19 @@ def _depthwise(k: KernelContext, win: Window, begins: Sequence[CExpr], *, x_zero
     (h, wd), (oh, ow) = x.dims[2:], y.dims[2:]
     ph = (oh - 1) * win.strides[0] + win.extent(0)
     pw = (ow - 1) * win.strides[1] + win.extent(1)
-    pws = -(-pw // win.strides[1])   # columns of each stride phase
+    pws = -(-pw // win.strides[1])   # columns of each column phase
+    phs = -(-ph // win.strides[0])   # rows of each row phase
+    # (the plane's phases, and a row of slack for the dropped columns of the last output row)
+    plane = win.strides[1] * win.strides[0] * phs * pws + pws
     data = {"checks": list(checks), "N": cexpr.lit(x.dims[0]), "C": x.dims[1], "H": h, "W": wd, "IN": h * wd,
             "OH": oh, "OW": ow, "OUT": oh * ow, "KH": win.kernel[0], "KW": win.kernel[1],
             "KK": win.kernel[0] * win.kernel[1], "SH": win.strides[0], "SW": win.strides[1],
-            "DH": win.dilations[0], "DW": win.dilations[1], "PT": begins[0], "PL": begins[1], "PH": ph, "PWS": pws,
+            "DH": win.dilations[0], "DW": win.dilations[1], "PT": begins[0], "PL": begins[1], "PH": ph, "PHS": phs, "PWS": pws,
+            "PLANE": plane,
             "x": x.name, "w": w.name, "y": y.name, "xt": x.ctype, "yt": y.ctype,
             "x_zero": x_zero, "w_zero": w_zero, "bias": bias, "y_store": y_store}
     kernel = k.kernel("c/qconv_depthwise.c.j2", **data)
-    kernel.scratch["plane"] = k.target.threads * win.strides[1] * ph * pws * 2
-    kernel.scratch["row"] = k.target.threads * ow * 4
+    kernel.scratch["plane"] = k.target.threads * plane * 2
+    kernel.scratch["sums"] = k.target.threads * oh * pws * 4
     kernel.note = "direct int8 depthwise convolution"
     return kernel

@@ -56,6 +56,10 @@ CONV_CASES = {
     "u8s8_groups": (np.uint8, np.int8, 12, 18, 3, 3, 1, 1, 1, (8, 8)),
     "u8s8_depthwise": (np.uint8, np.int8, 16, 16, 16, 3, 1, 1, 1, (9, 9)),
     "s8s8_depthwise_multiplier": (np.int8, np.int8, 8, 16, 8, 3, 2, 1, 1, (11, 10)),
+    # (the depthwise kernel's row and column phases: strides 2 and 3, uneven pads, dilation)
+    "u8s8_depthwise_5x5_stride2_asym_pads": (np.uint8, np.int8, 6, 6, 6, 5, 2, (2, 1, 1, 2), 1, (13, 10)),
+    "s8s8_depthwise_dilated_stride2": (np.int8, np.int8, 5, 5, 5, 3, 2, 2, 2, (11, 12)),
+    "u8u8_depthwise_stride3_no_pads": (np.uint8, np.uint8, 4, 4, 4, 3, 3, 0, 1, (10, 14)),
     "u8s8_dilated": (np.uint8, np.int8, 6, 10, 1, 3, 1, 2, 2, (12, 12)),
     "s8s8_1d": (np.int8, np.int8, 7, 11, 1, 3, 1, 1, 1, (37,)),
 }
