@@ -45,6 +45,8 @@ def _model_row(name: str, model: dict[str, Any], entry: dict[str, Any]) -> list[
     verdict = "ok" if entry["ratio"] <= limit else "MISS"
     if not entry["outputs_match"]:
         verdict += " (outputs differ)"
+    elif entry.get("reference", "onnxruntime") != "onnxruntime":
+        verdict += " (outputs: graph as written)"
     return [name, f"{entry['onnxruntime']['median_ms']:.3f}", f"{entry['onnxc']['median_ms']:.3f}",
             f"{entry['ratio']:.2f}", f"<= {limit} {verdict}", f"{entry['arena_bytes'] / MB:.1f}", _memory_cell(entry),
             f"{entry['onnxc_compile_s']:.1f}"]

@@ -244,3 +244,41 @@ def test_logits_model_outputs_what_the_softmax_takes():
     np.testing.assert_allclose(run_ort(logits, {"x": x})[0], x @ onnx.numpy_helper.to_array(w), rtol=1e-5)
     assert [o.name for o in model.graph.output] == ["prob"]   # (the model itself unchanged)
     assert models.logits_model(logits) is None
+
+
+@pytest.mark.parametrize("written_differs", [False, True])
+def test_outputs_that_differ_from_the_optimized_session_are_checked_against_the_graph_as_written(
+        tmp_path, monkeypatch, written_differs):
+    """onnxruntime's optimized session may compute a quantized model otherwise than its graph
+    says (its QDQ fusions round differently, by CPU): outputs that match the graph as written
+    (no graph optimization) match, and the table says so; outputs that match neither do not."""
+    harness, sessions, report = _module("harness"), _module("sessions"), _module("report")
+    model = models.mlp((8, 4))
+    path = str(tmp_path / "mlp.onnx")
+    onnx.save(model, path)
+    feed = models.random_feed(model)
+    real = sessions.ort_session
+
+    class Shifted:
+        """A session whose outputs are onnxruntime's plus 1 (as far from onnxc's as a fusion)."""
+        def __init__(self, session):
+            self.session = session
+
+        def run(self, names, feed):
+            return [o + 1.0 for o in self.session.run(names, feed)]
+
+    def session(path, threads, optimized=True):
+        made = real(path, threads, optimized)
+        return Shifted(made) if optimized or written_differs else made
+
+    monkeypatch.setattr(harness, "ort_session", session)
+    monkeypatch.setattr(sessions, "ort_session", session)
+    config = harness.TimingConfig(warmup=1, min_runs=3, min_seconds=0.0, block=1, settle_ms=0, turn_ms=0)
+    entry = harness.measure(path, feed, 1, config)
+    assert entry["outputs_match"] is not written_differs
+    if written_differs:
+        assert entry["max_abs_diff"] >= 0.99
+    else:
+        assert entry["reference"] == "onnxruntime, graph as written" and entry["max_abs_diff"] < 1e-4
+        row = report._model_row("mlp", {"target_ratio": 1.3}, {**entry, "arena_bytes": 0})
+        assert "graph as written" in row[4]
