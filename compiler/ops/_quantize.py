@@ -168,7 +168,8 @@ def loop_data(k: KernelContext, op: str, x: TensorRef, params: list[TensorRef], 
                 checks.append({"cond": f"{cexpr.lit(have)} != {cexpr.lit(want)}",
                                "msg": c_string(f"{op}: {p.name} does not fit the shape of {x.name}")})
     return {"checks": checks, "outer": cexpr.lit(outer), "along": cexpr.lit(along), "inner": cexpr.lit(inner),
-            "base": base, "blocked": lay.mode == "block", "x": x.name, "y": k.out.name}
+            "base": base, "blocked": lay.mode == "block", "per_tensor": lay.mode == "tensor",
+            "work": cexpr.lit(x.numel), "x": x.name, "y": k.out.name}
 
 
 def zero_load(zp: Optional[TensorRef], index: str, ctype: str = "double") -> str:
