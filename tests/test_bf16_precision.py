@@ -203,6 +203,9 @@ int main(int argc, char **argv)
     f = fopen(argv[2], "wb");
     fwrite(C, 4, M * N, f);
     fclose(f);
+#ifdef ONNXC_SGEMM_AMX
+    puts(onnxc_amx_state > 0 ? "tiles granted" : onnxc_amx_state < 0 ? "tiles refused" : "tiles not asked");
+#endif
     return 0;
 }
 """
@@ -213,7 +216,12 @@ int main(int argc, char **argv)
 SHAPES = [(12, 32, 2), (12, 32, 1), (13, 33, 3), (27, 70, 257), (4, 5, 600), (200, 530, 300), (3, 40, 50)]
 
 
-def _build_kernel(tmp_path) -> str:
+# The AMX build of the same kernel (tdpbf16ps tiles; c/helpers/amx.c.j2), run where the CPU has AMX.
+AMX_FLAGS = [*FLAGS, "-mamx-tile", "-mamx-bf16"]
+AMX_FEATURES = FEATURES | {"amx_tile", "amx_bf16"}
+
+
+def _build_kernel(tmp_path, flags=FLAGS) -> str:
     if not is_x86_64():
         pytest.skip("an AVX512-BF16 kernel: this machine is not x86-64")
     if shutil.which("gcc") is None:
@@ -225,15 +233,18 @@ def _build_kernel(tmp_path) -> str:
     source = tmp_path / "bf16_gemm.c"
     source.write_text(HARNESS % unit)
     exe = str(tmp_path / "bf16_gemm")
-    subprocess.run(["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", *FLAGS, str(source), "-o", exe,
+    subprocess.run(["gcc", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", *flags, str(source), "-o", exe,
                     "-lm"], check=True, capture_output=True, text=True)
     return exe
 
 
-def test_the_kernel_computes_products_of_bfloat16_operands_in_float32(tmp_path):
-    exe = _build_kernel(tmp_path)
-    if not have_bf16():
-        pytest.skip(f"built; {lacking()} to run it")
+@pytest.mark.parametrize("tiles", [False, True], ids=["avx512_bf16", "amx"])
+def test_the_kernel_computes_products_of_bfloat16_operands_in_float32(tmp_path, tiles):
+    exe = _build_kernel(tmp_path, AMX_FLAGS if tiles else FLAGS)
+    needed = AMX_FEATURES if tiles else FEATURES
+    have = cpu.host_features() or frozenset()
+    if not needed <= have:
+        pytest.skip(f"built; this CPU lacks {sorted(needed - have)} to run it")
     rng = np.random.default_rng(11)
     for m, n, k in SHAPES:
         a = rng.standard_normal((m, k)).astype(np.float32)
@@ -247,6 +258,9 @@ def test_the_kernel_computes_products_of_bfloat16_operands_in_float32(tmp_path):
             run = subprocess.run([exe, str(feed), str(tmp_path / "out.bin")], capture_output=True, text=True,
                                  timeout=120)
             assert run.returncode == 0, run.stderr
+            if tiles and (m >= _gemm.FEW_ROWS or variant == 2):
+                # (Linux lends the tile state on request; a refusal would leave the vector kernel)
+                assert run.stdout.strip() == "tiles granted", run.stdout
             got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(m, n).astype(np.float64)
             if m < _gemm.FEW_ROWS and variant != 2:   # float32 throughout
                 want = a.astype(np.float64) @ b.astype(np.float64)
