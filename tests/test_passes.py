@@ -268,3 +268,26 @@ def test_convolutions_split_into_regions_match_onnxruntime_and_the_whole_conv():
         whole = onnxc.InferenceSession(model.SerializeToString(), disabled_optimizers=["split_padding_regions"])
         split = onnxc.InferenceSession(model.SerializeToString())
         np.testing.assert_allclose(split.run(None, x)[0], whole.run(None, x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_large_transpose_of_a_constant_is_folded_only_where_products_pack_it(monkeypatch):
+    """A transposed constant above the folding limit is folded where only MatMul / Gemm read it
+    as B (they pack it when compiling: no weights added; a language model's head tied to its
+    embedding), and left to run where anything else reads it (folding would add its copy)."""
+    from onnxc.compiler.passes import infer
+    monkeypatch.setattr(infer, "FOLD_MAX_ELEMENTS", 16)
+    rng = np.random.default_rng(0)
+    emb = onnx.numpy_helper.from_array(rng.standard_normal((10, 6)).astype(np.float32), "emb")
+    nodes = [helper.make_node("Transpose", ["emb"], ["head"], perm=[1, 0]),
+             helper.make_node("MatMul", ["x", "head"], ["logits"]),
+             helper.make_node("Gemm", ["x", "head"], ["y"])]
+    g = graph_of(nodes, [("x", T.FLOAT, [3, 6])], [("logits", T.FLOAT, [3, 10]), ("y", T.FLOAT, [3, 10])], [emb])
+    fold_constants(g)
+    assert [n.op_type for n in g.nodes] == ["MatMul", "Gemm"]
+    assert np.array_equal(g.nodes[0].inputs[1].const, onnx.numpy_helper.to_array(emb).T)
+    # read as A, or by another op: the Transpose stays
+    for reader in (helper.make_node("MatMul", ["head", "z"], ["y"]), helper.make_node("Relu", ["head"], ["y"])):
+        shape = [10, 6] if reader.op_type == "MatMul" else [6, 10]
+        g = graph_of([nodes[0], reader], [("z", T.FLOAT, [10, 2])], [("y", T.FLOAT, [6, 2] if reader.op_type == "MatMul" else shape)], [emb])
+        fold_constants(g)
+        assert [n.op_type for n in g.nodes] == ["Transpose", reader.op_type]

@@ -96,11 +96,31 @@ def _walk(graph: Graph, fold_all: bool) -> None:
         if node.op_type in ("Shape", "Size") and node.domain == "" and _fold_shape_query(node):
             continue
         if all(v is None or v.const is not None for v in node.inputs) and all(
-                o.static and num_elements(o.shape) <= (FOLD_MAX_ELEMENTS if fold_all else SHAPE_VALUE_MAX_ELEMENTS)
+                o.static and (num_elements(o.shape) <= (FOLD_MAX_ELEMENTS if fold_all else SHAPE_VALUE_MAX_ELEMENTS)
+                              or fold_all and _packed_weights_only(graph, node, o))
                 and (fold_all or o.dtype.is_int or o.dtype == dt.BOOL) for o in node.outputs):
             for out, array in zip(node.outputs, evaluate.run_node(node)):
                 _set_const(node, out, array)
     graph.nodes = [n for n in graph.nodes if not all(o.const is not None for o in n.outputs)]
+
+
+# Ops that read a constant B (input 1) only to pack it when compiling: a B folded for them is
+# held only as that packed copy (as onnxruntime prepacks a constant B).
+PACKING_READERS = ("MatMul", "Gemm")
+
+
+def _packed_weights_only(graph: Graph, node: Node, out) -> bool:
+    """Whether a large output of a Transpose of a constant is read only as the B of products,
+    which pack it when compiling: folded, the weights hold its packed copy (as for any constant
+    B), where left to run it transposes the whole tensor and packs it again on every run (a
+    language model's head tied to its embedding, written Transpose(embedding) -> MatMul by
+    torch's dynamo exporter: GPT-2's 50257 x 768, 320 ms a run)."""
+    if node.op_type != "Transpose" or node.domain != "":
+        return False
+    readers = [n for n in graph.nodes if any(v is out for v in n.inputs)]
+    return bool(readers) and out not in graph.outputs and all(
+        n.domain == "" and n.op_type in PACKING_READERS and n.inputs[1] is out
+        and all(v is not out for j, v in enumerate(n.inputs) if j != 1) for n in readers)
 
 
 def _fold_shape_query(node: Node) -> bool:
