@@ -194,3 +194,37 @@ def test_measure_times_both_runtimes_in_every_way(tmp_path):
     assert readme.read_text() == once and once.startswith("# title\n\ntext\n")
     assert "SIMD: avx2" in once and "broken: unavailable: no wheel" in once and once.count(report.BEGIN) == 1
 
+
+
+@pytest.mark.parametrize("written_differs", [False, True])
+def test_outputs_are_checked_against_the_graph_as_written_where_the_optimized_session_differs(
+        tmp_path, monkeypatch, written_differs):
+    """As the suite's check (test_benchmarks): outputs that match onnxruntime's unoptimized graph
+    match, and the row says so; outputs that match neither do not."""
+    pytest.importorskip("onnxruntime")
+    harness = importlib.import_module(f"{PACKAGE}.harness")
+    models = importlib.import_module(f"{PACKAGE}.models")
+    sessions = importlib.import_module(f"{PACKAGE}.sessions")
+    model = models.mlp((8, 4))
+    path = str(tmp_path / "mlp.onnx")
+    onnx.save(model, path)
+    real = sessions.ort_session
+
+    class Shifted:
+        def __init__(self, session):
+            self.session = session
+
+        def run(self, names, feed):
+            return [o + 1.0 for o in self.session.run(names, feed)]
+
+    monkeypatch.setattr(measure, "ort_session", lambda p, threads: Shifted(real(p, threads)))
+    if written_differs:
+        monkeypatch.setattr(measure, "written_graph_outputs",
+                            lambda p, threads, feed: Shifted(real(p, threads, False)).run(None, feed))
+    timing = harness.TimingConfig(warmup=1, min_runs=3, min_seconds=0.01, settle_ms=1, turn_ms=1)
+    result = measure.measure(path, models.random_feed(model), 1, timing, modes=False, with_openvino=False,
+                             decoder_steps=0)
+    assert result["outputs_match"] is not written_differs
+    if not written_differs:
+        assert result["reference"] == "onnxruntime, graph as written"
+        assert report._row("mlp", {**result, "onnxc_compile_s": 1.0})[4].endswith("yes (graph as written)")
