@@ -25,7 +25,7 @@ def ort_session(model_path: str, threads: int, optimized: bool = True) -> Any:
     """onnxruntime as a user would run it: CPU provider, all graph optimisations (the default),
     ``threads`` intra-op threads and one inter-op thread (sequential execution). ``optimized``
     False: no graph optimisation, the model's graph computed as written (the second reference
-    of the output checks, see written_graph_agrees)."""
+    of the output checks, see written_graph_outputs)."""
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads

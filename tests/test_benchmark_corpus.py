@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from test_benchmarks import PACKAGE
+from test_benchmarks import PACKAGE, ShiftedSession
 
 registry = importlib.import_module(f"{PACKAGE}.corpus.registry")
 exports = importlib.import_module(f"{PACKAGE}.corpus.exports")
@@ -209,18 +209,10 @@ def test_outputs_are_checked_against_the_graph_as_written_where_the_optimized_se
     path = str(tmp_path / "mlp.onnx")
     onnx.save(model, path)
     real = sessions.ort_session
-
-    class Shifted:
-        def __init__(self, session):
-            self.session = session
-
-        def run(self, names, feed):
-            return [o + 1.0 for o in self.session.run(names, feed)]
-
-    monkeypatch.setattr(measure, "ort_session", lambda p, threads: Shifted(real(p, threads)))
+    monkeypatch.setattr(measure, "ort_session", lambda p, threads: ShiftedSession(real(p, threads)))
     if written_differs:
         monkeypatch.setattr(measure, "written_graph_outputs",
-                            lambda p, threads, feed: Shifted(real(p, threads, False)).run(None, feed))
+                            lambda p, threads, feed: ShiftedSession(real(p, threads, False)).run(None, feed))
     timing = harness.TimingConfig(warmup=1, min_runs=3, min_seconds=0.01, settle_ms=1, turn_ms=1)
     result = measure.measure(path, models.random_feed(model), 1, timing, modes=False, with_openvino=False,
                              decoder_steps=0)
