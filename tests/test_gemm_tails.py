@@ -77,3 +77,52 @@ def test_every_column_remainder_matches_numpy_and_does_not_depend_on_threads():
     two = run_onnxc(model, feeds, sess_options=options)
     for name, a, b in zip([f"y{n}" for n in COLUMNS] + ["z"], one, two):
         np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+# Rows of the MatMuls: every remainder of a 12-row panel (AVX-512, NEON) and of a 6-row one
+# (AVX2), alone and after whole panels; under 4 rows the products stream B (onnxc_sgemv_packed_b).
+ROW_COUNTS = tuple(range(1, 24)) + (29, 197)
+
+
+def row_tails_model() -> onnx.ModelProto:
+    """y_m = relu(a_m (m x 300) @ w (300 x 40) + bias + r_m) for each m of ROW_COUNTS: the bias,
+    the residual and the activation are the MatMul's epilogue, which the last rows' tiles leave
+    to a pass over what they stored."""
+    rng = np.random.default_rng(13)
+    inits = [numpy_helper.from_array((rng.standard_normal((DEPTH, 40)) / np.sqrt(DEPTH)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(40).astype(np.float32), "bias")]
+    nodes, inputs, outputs = [], [], []
+    for m in ROW_COUNTS:
+        nodes += [helper.make_node("MatMul", [f"a{m}", "w"], [f"p{m}"]),
+                  helper.make_node("Add", [f"p{m}", "bias"], [f"q{m}"]),
+                  helper.make_node("Add", [f"q{m}", f"r{m}"], [f"s{m}"]),
+                  helper.make_node("Relu", [f"s{m}"], [f"y{m}"])]
+        inputs += [(f"a{m}", T.FLOAT, [m, DEPTH]), (f"r{m}", T.FLOAT, [m, 40])]
+        outputs.append((f"y{m}", T.FLOAT, [m, 40]))
+    return make_model(nodes, inputs, outputs, inits, opset=17)
+
+
+def row_tails_feeds() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(14)
+    feeds = {}
+    for m in ROW_COUNTS:
+        feeds[f"a{m}"] = rng.standard_normal((m, DEPTH)).astype(np.float32)
+        feeds[f"r{m}"] = rng.standard_normal((m, 40)).astype(np.float32)
+    return feeds
+
+
+def assert_row_tails(model: onnx.ModelProto, feeds: dict[str, np.ndarray], got: list[np.ndarray], what: str) -> None:
+    """Each output against float64 numpy."""
+    w = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer}
+    assert len(got) == len(ROW_COUNTS)
+    for m, g in zip(ROW_COUNTS, got):
+        want = np.maximum(feeds[f"a{m}"].astype(np.float64) @ w["w"] + w["bias"] + feeds[f"r{m}"], 0.0)
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5, err_msg=f"{m} rows, {what}")
+
+
+def test_every_row_remainder_with_its_epilogue_matches_numpy():
+    model, feeds = row_tails_model(), row_tails_feeds()
+    for threads in (1, 2):
+        options = onnxc.SessionOptions()
+        options.intra_op_num_threads = threads
+        assert_row_tails(model, feeds, run_onnxc(model, feeds, sess_options=options), f"{threads} threads")

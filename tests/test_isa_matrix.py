@@ -16,7 +16,8 @@ import onnxc
 from conformance.cases import all_cases, expected_failures, run_case
 from helpers import run_ort
 from models import light_model_path, with_random_weights
-from test_gemm_tails import assert_column_tails, column_tails_expected, column_tails_feeds, column_tails_model
+from test_gemm_tails import (assert_column_tails, assert_row_tails, column_tails_expected, column_tails_feeds,
+                             column_tails_model, row_tails_feeds, row_tails_model)
 from onnxc.codegen import toolchain as tc
 from onnxc.runtime import cpu
 from tools import is_x86_64
@@ -115,6 +116,16 @@ def test_gemm_column_tails(isa, tmp_path):
     sess = _built_for(isa, model, tmp_path)
     if sess is not None:
         assert_column_tails(sess.run(None, feeds), column_tails_expected(model, feeds))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_gemm_row_tails(isa, tmp_path):
+    """Each family's tile for every number of last rows (AVX2: panels of 6, AVX-512: 12), the
+    epilogue applied after them."""
+    model, feeds = row_tails_model(), row_tails_feeds()
+    sess = _built_for(isa, model, tmp_path)
+    if sess is not None:
+        assert_row_tails(model, feeds, sess.run(None, feeds), isa)
 
 
 def small_model() -> onnx.ModelProto:
