@@ -47,6 +47,25 @@ def test_softmax_family(opset):
             np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
 
 
+def test_softmax_rows_with_wide_ranges_infinities_and_nan():
+    """The float32 rows' exponentials of x - max: down to the smallest normal float the same as
+    exp, 0 below it (terms of 1e-38 beside a sum of at least 1), -inf gives 0, a NaN anywhere
+    in a row makes it NaN, rows of 16 lanes and a rest (37 columns)."""
+    x = (RNG.standard_normal((6, 37)) * 10).astype(np.float32)
+    x[0, :] = np.linspace(-110.0, 0.0, 37, dtype=np.float32)      # exponents through the normal limit
+    x[1, 5] = -np.inf
+    x[2, 30] = np.nan
+    x[3, :] = np.float32(-3e38)                                   # equal rows far from 0
+    x[4, 36] = 80.0                                               # one large value, the rest tiny
+    model = same_shape_model([("Softmax", {"axis": -1}), ("LogSoftmax", {"axis": -1})], np.float32, [6, 37], 13)
+    got, want = run_onnxc(model, {"X": x}), run_ort(model, {"X": x})
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert np.isnan(got[0][2]).all() and not np.isnan(got[0][[0, 1, 3, 4, 5]]).any()
+    np.testing.assert_allclose(got[0].sum(axis=-1)[[0, 1, 3, 4, 5]], 1.0, rtol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
 def test_softmax_dtypes(dtype):
     variants = [("Softmax", {"axis": 1}), ("LogSoftmax", {"axis": -1})]
