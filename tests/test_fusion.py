@@ -460,3 +460,92 @@ def test_gpt2_gelu_cubes_x_by_products_inside_one_fused_loop():
     cube = onnxc.InferenceSession(make_model([nodes[0]], [("x", T.FLOAT, [64, 768])], [("p", T.FLOAT, [64, 768])],
                                              inits[:1], opset=17).SerializeToString())
     np.testing.assert_array_equal(cube.run(None, {"x": x})[0], x * x * x)
+
+
+# ---- attention written out: MatMul -> [scale] -> [mask] -> Softmax -> MatMul ------------------
+
+def attention_model(scale_op="Div", mask_shape=None, dims=(2, 3, 20, 33, 16, 24), softmax_output=False,
+                    opset=17) -> onnx.ModelProto:
+    """O = Softmax(Q K [/ or * 8] [+ mask]) V over the last axis; dims (B, H, Sq, Skv, D, Dv),
+    strings for symbolic dims; softmax_output: the probabilities are a graph output too."""
+    b, h, sq, skv, d, dv = dims
+    nodes, cur, inits = [helper.make_node("MatMul", ["q", "k"], ["s"], name="scores")], "s", []
+    if scale_op:
+        inits.append(numpy_helper.from_array(np.array(8.0, np.float32), "c"))
+        nodes.append(helper.make_node(scale_op, [cur, "c"], ["scaled"]))
+        cur = "scaled"
+    inputs = [("q", T.FLOAT, [b, h, sq, d]), ("k", T.FLOAT, [b, h, d, skv]), ("v", T.FLOAT, [b, h, skv, dv])]
+    if mask_shape is not None:
+        inputs.append(("m", T.FLOAT, list(mask_shape)))
+        nodes.append(helper.make_node("Add", ["m", cur], ["masked"]))
+        cur = "masked"
+    nodes += [helper.make_node("Softmax", [cur], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["o"])]
+    outputs = [("o", T.FLOAT, [b, h, sq, dv])] + ([("p", T.FLOAT, [b, h, sq, skv])] if softmax_output else [])
+    return make_model(nodes, inputs, outputs, inits, opset=opset)
+
+
+def attention_feeds(model, sizes: dict[str, int]) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(5)
+    feeds = {}
+    for i in model.graph.input:
+        shape = [d.dim_value or sizes[d.dim_param] for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = rng.standard_normal(shape).astype(np.float32) * 2
+    if "m" in feeds:   # a padding mask: large negative where masked, some rows entirely
+        feeds["m"] = np.where(feeds["m"] > 1.0, np.float32(-1e4), np.float32(0)).astype(np.float32)
+    return feeds
+
+
+def _ops_run(model, feeds, threads):
+    options = onnxc.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.enable_profiling = True
+    sess = onnxc.InferenceSession(model.SerializeToString(), options)
+    got = sess.run(None, feeds)
+    import json
+    with open(sess.end_profiling()) as f:
+        events = json.load(f)
+    return got, {e["args"].get("op_name") for e in events if e.get("cat") == "Node"}
+
+
+@pytest.mark.parametrize("scale_op, mask_shape, dims", [
+    ("Div", (2, 1, 1, 33), (2, 3, 20, 33, 16, 24)),       # BERT: a padding mask per batch entry
+    ("Mul", (20, 33), (2, 3, 20, 33, 16, 24)),            # one mask for every head
+    ("", None, (1, 3, 100, 1000, 64, 64)),                # Whisper: no scale, no mask; blocks of 48 rows, 4 last
+    ("", (1, 2, 7, 300), (1, 2, 7, 300, 8, 40)),          # a full mask
+    ("Div", None, (1, 1, 13, 5, 3, 1)),                   # fewer entries than threads, odd sizes
+])
+def test_attention_written_out_is_fused_and_matches_onnxruntime(scale_op, mask_shape, dims):
+    model = attention_model(scale_op, mask_shape, dims)
+    feeds = attention_feeds(model, {})
+    want = run_ort(model, feeds)
+    for threads in (1, 2):
+        got, ops = _ops_run(model, feeds, threads)
+        assert ops == {"FusedAttention"}, ops
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"{threads} threads")
+
+
+def test_attention_over_a_symbolic_sequence():
+    model = attention_model("Div", (1, 1, 1, "S"), (1, 2, "S", "S", 8, 8))
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    for s in (1, 17, 250):
+        feeds = attention_feeds(model, {"S": s})
+        np.testing.assert_allclose(sess.run(None, feeds)[0], run_ort(model, feeds)[0], rtol=1e-5, atol=1e-5,
+                                   err_msg=f"sequence {s}")
+
+
+def test_attention_is_not_fused_where_the_probabilities_are_read_elsewhere():
+    model = attention_model("Div", (2, 1, 1, 33), softmax_output=True)
+    feeds = attention_feeds(model, {})
+    got, ops = _ops_run(model, feeds, 1)
+    assert "FusedAttention" not in ops and "Softmax" in ops
+    for g, w in zip(got, run_ort(model, feeds)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_the_optimized_model_file_writes_the_fused_attention_as_standard_ops(tmp_path):
+    model = attention_model("Div", (2, 1, 1, 33))
+    sess, saved = _session_and_optimized_file(model, tmp_path)
+    assert [n.op_type for n in saved.graph.node if n.op_type != "Constant"] == ["MatMul", "Div", "Add", "Softmax",
+                                                                                "MatMul"]
+    feeds = attention_feeds(model, {})
+    np.testing.assert_allclose(_ort(saved, feeds)[0], sess.run(None, feeds)[0], rtol=1e-5, atol=1e-5)

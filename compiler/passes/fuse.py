@@ -5,6 +5,9 @@ Conv's weights and bias; scale_shift_batch_norm (BASIC) turns the others into Mu
 residual Add and/or an activation becomes one FusedConv, whose GEMM applies them to each
 output tile while it is in cache. fuse_matmul_epilogue (EXTENDED) does the same for a float32
 MatMul by a matrix followed by a bias Add, a residual Add and/or an activation.
+fuse_attention (EXTENDED): a float32 MatMul -> [Mul / Div by a constant] -> [Add of a mask] ->
+Softmax -> MatMul (an attention written out) becomes one FusedAttention, which never stores
+the whole matrix of scores.
 fuse_elementwise (EXTENDED): trees of float32 elementwise
 ops whose intermediate results have one reader each become one FusedElementwise loop.
 """
@@ -19,6 +22,7 @@ from .. import dtypes as dt
 from ..ir import Graph, Node, Value
 from ..ops import _fused
 from ..ops import fused_elementwise
+from ..ops.fused_attention import FusedAttention, mask_strides
 from ..ops.fused_conv import FusedConv
 from ..ops.fused_elementwise import FusedElementwise
 from ..ops.fused_mat_mul import FusedMatMul
@@ -151,6 +155,71 @@ def fuse_conv_epilogue(graph: Graph) -> None:
                      opset=1, impl=FusedConv(), version=1, memo={"fused": _described(pattern)})
         last.outputs[0].producer = fused
         replaced[last] = fused
+        dead.update(pattern)
+    graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead or n in replaced]
+
+
+def fuse_attention(graph: Graph) -> None:
+    """MatMul(Q, K) -> [Mul or Div by a constant scalar] -> [Add of a mask that broadcasts to the
+    scores] -> Softmax over the last axis -> MatMul(., V), all float32, Q, K and V of the same
+    batch axes (rank >= 3), each step's result read only by the next: one FusedAttention."""
+    consumers = graph.consumers()
+    outputs = set(graph.outputs)
+    replaced: dict[Node, Node] = {}
+    dead: set[Node] = set()
+    for mm in graph.nodes:
+        if mm.op_type != "MatMul" or mm.domain or mm in dead or len(mm.inputs) != 2:
+            continue
+        q, kt = mm.inputs
+        scores = mm.outputs[0]
+        if scores.dtype is not dt.FLOAT or q.shape is None or kt.shape is None or len(q.shape) < 3 \
+                or len(kt.shape) != len(q.shape) or tuple(q.shape[:-2]) != tuple(kt.shape[:-2]) \
+                or scores.shape is None or len(scores.shape) != len(q.shape):
+            continue
+        pattern: list[Node] = [mm]
+        scale_op, scale, mask = "", 1.0, None
+        node = _sole_reader(scores, consumers, outputs)
+        cur = scores
+        if node is not None and node.op_type in ("Mul", "Div") and not node.domain and len(node.inputs) == 2:
+            other = node.inputs[1] if node.inputs[0] is cur else (node.inputs[0] if node.op_type == "Mul" else None)
+            if other is not None and other is not cur and other.const is not None and other.dtype is dt.FLOAT \
+                    and np.asarray(other.const).size == 1 and node.outputs[0].shape == scores.shape:
+                scale_op, scale = node.op_type, float(np.asarray(other.const, np.float32).reshape(-1)[0])
+                pattern.append(node)
+                cur = node.outputs[0]
+                node = _sole_reader(cur, consumers, outputs)
+        if node is not None and node.op_type == "Add" and not node.domain and len(node.inputs) == 2 \
+                and node.version > 6:
+            other = node.inputs[1] if node.inputs[0] is cur else node.inputs[0]
+            if other is not cur and other.dtype is dt.FLOAT and other.shape is not None \
+                    and node.outputs[0].shape == scores.shape \
+                    and mask_strides(tuple(other.shape), tuple(scores.shape)) is not None:
+                mask = other
+                pattern.append(node)
+                cur = node.outputs[0]
+                node = _sole_reader(cur, consumers, outputs)
+        if node is None or node.op_type != "Softmax" or node.domain or node.outputs[0].shape != scores.shape:
+            continue
+        rank = len(scores.shape)
+        if node.attrs.get("axis", -1 if node.version >= 13 else 1) % rank != rank - 1:
+            continue
+        pattern.append(node)
+        probs = node.outputs[0]
+        mm2 = _sole_reader(probs, consumers, outputs)
+        if mm2 is None or mm2.op_type != "MatMul" or mm2.domain or mm2.inputs[0] is not probs:
+            continue
+        v = mm2.inputs[1]
+        if v is probs or v.dtype is not dt.FLOAT or v.shape is None or len(v.shape) != rank \
+                or tuple(v.shape[:-2]) != tuple(q.shape[:-2]) or mm2.outputs[0].shape is None:
+            continue
+        pattern.append(mm2)
+        if any(n in dead for n in pattern):
+            continue
+        attrs = {"scale_op": scale_op, "scale": scale}
+        fused = Node("FusedAttention", _fused.DOMAIN, mm.name, [q, kt, v, mask], [mm2.outputs[0]], attrs,
+                     opset=1, impl=FusedAttention(), version=1, memo={"fused": _described(pattern)})
+        mm2.outputs[0].producer = fused
+        replaced[mm2] = fused
         dead.update(pattern)
     graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead or n in replaced]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..ir import Graph
-from .fuse import fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue, scale_shift_batch_norm
+from .fuse import (fold_batch_norm, fuse_attention, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue,
+                   scale_shift_batch_norm)
 from .infer import fold_constants, infer_shapes
 from .quantized import fuse_qdq
 from .padding import split_padding_regions, trim_padding_taps
@@ -29,6 +30,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_conv_epilogue", fuse_conv_epilogue, 2),
     ("fuse_matmul_epilogue", fuse_matmul_epilogue, 2),
+    ("fuse_attention", fuse_attention, 2),
     ("fuse_elementwise", fuse_elementwise, 2),
 ]
 
@@ -42,12 +44,14 @@ LOWERINGS: dict[str, int] = {
 }
 
 # Passes that run only for some targets ("native": this machine's shared library; "c": a
-# freestanding source package). fuse_qdq keeps int8 weights and integer arithmetic: what a
+# freestanding source package). fuse_attention's kernel blocks its scores for a host's cache.
+# fuse_qdq keeps int8 weights and integer arithmetic: what a
 # microcontroller needs, and on the host the 8-bit GEMM (c/helpers/qgemm.c.j2) that computes
 # the same integers as onnxruntime's QDQ kernels; CUDA builds run the float kernels on the
 # dequantized weights.
 TARGETS: dict[str, tuple[str, ...]] = {
     "fuse_qdq": ("c", "native"),
+    "fuse_attention": ("native",),   # (its kernel calls the host's float32 GEMM)
 }
 
 
