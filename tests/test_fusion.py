@@ -549,3 +549,22 @@ def test_the_optimized_model_file_writes_the_fused_attention_as_standard_ops(tmp
                                                                                 "MatMul"]
     feeds = attention_feeds(model, {})
     np.testing.assert_allclose(_ort(saved, feeds)[0], sess.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_attention_with_keys_and_values_broadcast_over_batch_axes():
+    """K shared by the batch entries, V by the heads (MatMul's broadcasting), and batch axes
+    the model leaves symbolic, as an exporter's dynamic batch does."""
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"]), helper.make_node("Softmax", ["s"], ["p"], axis=3),
+             helper.make_node("MatMul", ["p", "v"], ["o"])]
+    model = make_model(nodes, [("q", T.FLOAT, ["B", 3, 40, 8]), ("k", T.FLOAT, [1, 3, 8, 50]),
+                               ("v", T.FLOAT, ["B", 1, 50, 16])], [("o", T.FLOAT, ["B", 3, 40, 16])], [], opset=17)
+    rng = np.random.default_rng(9)
+    for b in (1, 2):
+        feeds = {"q": rng.standard_normal((b, 3, 40, 8)).astype(np.float32),
+                 "k": rng.standard_normal((1, 3, 8, 50)).astype(np.float32),
+                 "v": rng.standard_normal((b, 1, 50, 16)).astype(np.float32)}
+        want = run_ort(model, feeds)
+        for threads in (1, 2):
+            got, ops = _ops_run(model, feeds, threads)
+            assert ops == {"FusedAttention"}, ops
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"batch {b}, {threads} threads")

@@ -18,6 +18,7 @@ from ...codegen.literals import float_literal
 from .. import dtypes as dt
 from ..ir import Node
 from . import _fused, _gemm
+from .mat_mul import _batch_terms, matmul_shape
 from .registry import InferContext, OpDef, register
 
 # Scores of a block of query rows: about this many floats (192 KB, in L2), at least 12 rows.
@@ -47,27 +48,24 @@ def mask_strides(mask_shape: tuple, scores_shape: tuple) -> Optional[list]:
 class FusedAttention(OpDef):
     """O = Softmax(S [+ mask], axis=-1) V with S = (Q K) * scale or (Q K) / scale. Inputs: Q
     (..., Sq, D), K (..., D, Skv) (the keys already transposed), V (..., Skv, Dv), mask
-    (broadcast to (..., Sq, Skv)) or none; the batch axes of Q, K and V the same. Attributes:
+    (broadcast to (..., Sq, Skv)) or none; Q, K and V of one rank, their batch axes broadcast
+    as MatMul's. Attributes:
     ``scale`` and ``scale_op`` ("Mul", "Div" or "" for none)."""
 
     def infer(self, node: Node, ctx: InferContext):
         q, kt, v = ctx.inp(0), ctx.inp(1), ctx.inp(2)
-        if any(t.dtype is not dt.FLOAT for t in (q, kt, v)) or len(q.shape) < 3:
-            raise ctx.fail("FusedAttention takes float32 Q, K and V of rank >= 3")
-        if not (len(q.shape) == len(kt.shape) == len(v.shape)) \
-                or not (tuple(q.shape[:-2]) == tuple(kt.shape[:-2]) == tuple(v.shape[:-2])):
-            raise ctx.fail("Q, K and V must have the same batch axes")
-        ctx.dims.same(q.shape[-1], kt.shape[-2])
-        ctx.dims.same(kt.shape[-1], v.shape[-2])
-        if ctx.has(3):
-            scores = tuple(q.shape[:-1]) + (kt.shape[-1],)
-            if ctx.inp(3).dtype is not dt.FLOAT or mask_strides(tuple(ctx.inp(3).shape), scores) is None:
-                raise ctx.fail("the mask must be float32 and broadcast to the scores")
-        return [(dt.FLOAT, tuple(q.shape[:-1]) + (v.shape[-1],))]
+        if any(t.dtype is not dt.FLOAT for t in (q, kt, v)) or len(q.shape) < 3 \
+                or not len(q.shape) == len(kt.shape) == len(v.shape):
+            raise ctx.fail("FusedAttention takes float32 Q, K and V of one rank, at least 3")
+        scores = matmul_shape(ctx, tuple(q.shape), tuple(kt.shape))
+        if ctx.has(3) and (ctx.inp(3).dtype is not dt.FLOAT
+                           or mask_strides(tuple(ctx.inp(3).shape), scores) is None):
+            raise ctx.fail("the mask must be float32 and broadcast to the scores")
+        return [(dt.FLOAT, matmul_shape(ctx, scores, tuple(v.shape)))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         q, kt, v, y = k.input(0), k.input(1), k.input(2), k.out
-        batch = list(q.dims[:-2])
+        batch = list(y.dims[:-2])
         sq, d, skv, dv = q.dims[-2], q.dims[-1], kt.dims[-1], v.dims[-1]
         mask = None
         if k.has_input(3):
@@ -85,6 +83,9 @@ class FusedAttention(OpDef):
         kernel = k.kernel("c/fused_attention.c.j2", helpers=(_gemm.HELPER,), mode="softmax",
                           q=q.name, k=kt.name, v=v.name, y=y.name, mask=mask,
                           batch=[cexpr.lit(b) for b in batch], Sq=cexpr.lit(sq), D=cexpr.lit(d),
+                          q_terms=_batch_terms(q.dims[:-2], batch, cexpr.mul(sq, d)),
+                          k_terms=_batch_terms(kt.dims[:-2], batch, cexpr.mul(d, skv)),
+                          v_terms=_batch_terms(v.dims[:-2], batch, cexpr.mul(skv, dv)),
                           Skv=cexpr.lit(skv), Dv=cexpr.lit(dv), block_floats=BLOCK_FLOATS,
                           scale_op=scale_op, scale=scale, key_floats=cexpr.lit(key_floats),
                           panel_floats=cexpr.lit(panel_floats), scores_floats=cexpr.lit(scores_floats))

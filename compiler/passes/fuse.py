@@ -161,8 +161,9 @@ def fuse_conv_epilogue(graph: Graph) -> None:
 
 def fuse_attention(graph: Graph) -> None:
     """MatMul(Q, K) -> [Mul or Div by a constant scalar] -> [Add of a mask that broadcasts to the
-    scores] -> Softmax over the last axis -> MatMul(., V), all float32, Q, K and V of the same
-    batch axes (rank >= 3), each step's result read only by the next: one FusedAttention."""
+    scores] -> Softmax over the last axis -> MatMul(., V), all float32, Q, K and V of one rank
+    (>= 3, batch axes broadcast as MatMul's), each step's result read only by the next: one
+    FusedAttention."""
     consumers = graph.consumers()
     outputs = set(graph.outputs)
     replaced: dict[Node, Node] = {}
@@ -173,8 +174,7 @@ def fuse_attention(graph: Graph) -> None:
         q, kt = mm.inputs
         scores = mm.outputs[0]
         if scores.dtype is not dt.FLOAT or q.shape is None or kt.shape is None or len(q.shape) < 3 \
-                or len(kt.shape) != len(q.shape) or tuple(q.shape[:-2]) != tuple(kt.shape[:-2]) \
-                or scores.shape is None or len(scores.shape) != len(q.shape):
+                or len(kt.shape) != len(q.shape) or scores.shape is None or len(scores.shape) != len(q.shape):
             continue
         pattern: list[Node] = [mm]
         scale_op, scale, mask = "", 1.0, None
@@ -210,7 +210,7 @@ def fuse_attention(graph: Graph) -> None:
             continue
         v = mm2.inputs[1]
         if v is probs or v.dtype is not dt.FLOAT or v.shape is None or len(v.shape) != rank \
-                or tuple(v.shape[:-2]) != tuple(q.shape[:-2]) or mm2.outputs[0].shape is None:
+                or mm2.outputs[0].shape is None:
             continue
         pattern.append(mm2)
         if any(n in dead for n in pattern):
