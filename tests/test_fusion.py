@@ -465,9 +465,10 @@ def test_gpt2_gelu_cubes_x_by_products_inside_one_fused_loop():
 # ---- attention written out: MatMul -> [scale] -> [mask] -> Softmax -> MatMul ------------------
 
 def attention_model(scale_op="Div", mask_shape=None, dims=(2, 3, 20, 33, 16, 24), softmax_output=False,
-                    opset=17) -> onnx.ModelProto:
+                    opset=17, nan_fill=False) -> onnx.ModelProto:
     """O = Softmax(Q K [/ or * 8] [+ mask]) V over the last axis; dims (B, H, Sq, Skv, D, Dv),
-    strings for symbolic dims; softmax_output: the probabilities are a graph output too."""
+    strings for symbolic dims; softmax_output: the probabilities are a graph output too;
+    nan_fill: Where(IsNaN(P), 0, P) between the softmax and V, as transformers exports write."""
     b, h, sq, skv, d, dv = dims
     nodes, cur, inits = [helper.make_node("MatMul", ["q", "k"], ["s"], name="scores")], "s", []
     if scale_op:
@@ -479,7 +480,13 @@ def attention_model(scale_op="Div", mask_shape=None, dims=(2, 3, 20, 33, 16, 24)
         inputs.append(("m", T.FLOAT, list(mask_shape)))
         nodes.append(helper.make_node("Add", ["m", cur], ["masked"]))
         cur = "masked"
-    nodes += [helper.make_node("Softmax", [cur], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["o"])]
+    nodes.append(helper.make_node("Softmax", [cur], ["p"], axis=-1))
+    probs = "p"
+    if nan_fill:
+        inits.append(numpy_helper.from_array(np.array(0.0, np.float32), "zero"))
+        nodes += [helper.make_node("IsNaN", ["p"], ["nan"]), helper.make_node("Where", ["nan", "zero", "p"], ["pz"])]
+        probs = "pz"
+    nodes.append(helper.make_node("MatMul", [probs, "v"], ["o"]))
     outputs = [("o", T.FLOAT, [b, h, sq, dv])] + ([("p", T.FLOAT, [b, h, sq, skv])] if softmax_output else [])
     return make_model(nodes, inputs, outputs, inits, opset=opset)
 
@@ -568,3 +575,33 @@ def test_attention_with_keys_and_values_broadcast_over_batch_axes():
             got, ops = _ops_run(model, feeds, threads)
             assert ops == {"FusedAttention"}, ops
             np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"batch {b}, {threads} threads")
+
+
+def test_attention_with_a_mask_of_its_own_symbols_and_nan_rows_filled():
+    """A mask whose dims are symbols of its own (1 or the scores' at run time, checked there),
+    rows whose keys are all -inf (NaN probabilities) and Where(IsNaN(P), 0, P) after the
+    softmax: fused, the same as onnxruntime, and a mask that does not broadcast is an error."""
+    model = attention_model("Div", ("mb", 1, 1, "mk"), (2, 3, 20, 33, 16, 24), nan_fill=True)
+    feeds = attention_feeds(model, {"mb": 2, "mk": 33})
+    feeds["m"][1, 0, 0, :] = -np.inf   # every key of batch entry 1 masked: NaN rows, then zeros
+    want = run_ort(model, feeds)
+    for threads in (1, 2):
+        got, ops = _ops_run(model, feeds, threads)
+        assert ops == {"FusedAttention"}, ops
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"{threads} threads")
+    assert (got[0][1] == 0).all() and np.isfinite(got[0]).all()
+    feeds = attention_feeds(model, {"mb": 1, "mk": 33})   # a mask for every batch entry: broadcast
+    np.testing.assert_allclose(_ops_run(model, feeds, 1)[0][0], run_ort(model, feeds)[0], rtol=1e-5, atol=1e-5)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    with pytest.raises(Exception, match="broadcast|mask|dim"):
+        sess.run(None, attention_feeds(model, {"mb": 3, "mk": 33}))
+
+
+def test_the_optimized_model_file_writes_the_nan_fill_as_standard_ops(tmp_path):
+    model = attention_model("Mul", (2, 1, 1, 33), nan_fill=True)
+    sess, saved = _session_and_optimized_file(model, tmp_path)
+    assert [n.op_type for n in saved.graph.node if n.op_type != "Constant"] == ["MatMul", "Mul", "Add", "Softmax",
+                                                                                "IsNaN", "Where", "MatMul"]
+    feeds = attention_feeds(model, {})
+    feeds["m"][0] = -np.inf
+    np.testing.assert_allclose(_ort(saved, feeds)[0], sess.run(None, feeds)[0], rtol=1e-5, atol=1e-5)

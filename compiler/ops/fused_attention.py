@@ -26,22 +26,32 @@ BLOCK_FLOATS = 49152
 
 
 def mask_strides(mask_shape: tuple, scores_shape: tuple) -> Optional[list]:
-    """The mask's element strides along each axis of the scores (0 where it is broadcast), or
-    None where a dim of the mask is neither 1 nor the scores' (a symbolic dim that might be 1)."""
+    """The mask's element strides along each axis of the scores: 0 where its dim is 1, its own
+    stride where its dim is the scores', and where a symbolic dim of the mask may be either, a
+    C expression choosing at run time (the kernel checks that it is one of them). None where
+    the mask cannot broadcast to the scores (more axes, or a known dim that differs)."""
     if len(mask_shape) > len(scores_shape):
         return None
     padded = (1,) * (len(scores_shape) - len(mask_shape)) + tuple(mask_shape)
+    own = cexpr.strides(list(padded))
     strides: list = []
-    step: cexpr.CExpr = 1
-    for d, s in zip(reversed(padded), reversed(scores_shape)):
+    for d, s, st in zip(padded, scores_shape, own):
         if d == 1:
             strides.append(0)
         elif d == s:
-            strides.append(step)
-            step = cexpr.mul(step, d)
-        else:
+            strides.append(st)
+        elif isinstance(d, int) and isinstance(s, int):
             return None
-    return list(reversed(strides))
+        else:
+            strides.append(f"({cexpr.lit(d)} == 1 ? 0 : {cexpr.lit(st)})")
+    return strides
+
+
+def mask_checks(mask_shape: tuple, scores_shape: tuple) -> list[str]:
+    """C conditions that fail where a symbolic dim of the mask is neither 1 nor the scores'."""
+    padded = (1,) * (len(scores_shape) - len(mask_shape)) + tuple(mask_shape)
+    return [f"({cexpr.lit(d)} != 1 && {cexpr.lit(d)} != {cexpr.lit(s)})"
+            for d, s in zip(padded, scores_shape) if d != 1 and d != s]
 
 
 @register("FusedAttention", since=1, domain=_fused.DOMAIN)
@@ -49,8 +59,9 @@ class FusedAttention(OpDef):
     """O = Softmax(S [+ mask], axis=-1) V with S = (Q K) * scale or (Q K) / scale. Inputs: Q
     (..., Sq, D), K (..., D, Skv) (the keys already transposed), V (..., Skv, Dv), mask
     (broadcast to (..., Sq, Skv)) or none; Q, K and V of one rank, their batch axes broadcast
-    as MatMul's. Attributes:
-    ``scale`` and ``scale_op`` ("Mul", "Div" or "" for none)."""
+    as MatMul's. Attributes: ``scale`` and ``scale_op`` ("Mul", "Div" or "" for none);
+    ``nan_fill`` (optional): the value that replaces a NaN probability, as exporters write
+    Where(IsNaN(P), 0, P) after the softmax for rows whose keys are all masked."""
 
     def infer(self, node: Node, ctx: InferContext):
         q, kt, v = ctx.inp(0), ctx.inp(1), ctx.inp(2)
@@ -70,11 +81,15 @@ class FusedAttention(OpDef):
         mask = None
         if k.has_input(3):
             m = k.input(3)
-            strides = mask_strides(tuple(m.dims), tuple(batch) + (sq, skv))
+            scores = tuple(batch) + (sq, skv)
+            strides = mask_strides(tuple(m.dims), scores)
             mask = {"name": m.name, "batch": [cexpr.lit(s) for s in strides[:-2]],
-                    "row": cexpr.lit(strides[-2]), "col": cexpr.lit(strides[-1])}
+                    "row": cexpr.lit(strides[-2]), "col": cexpr.lit(strides[-1]),
+                    "checks": mask_checks(tuple(m.dims), scores)}
         scale_op = node.attrs.get("scale_op", "")
         scale = float_literal(node.attrs.get("scale", 1.0), "float")
+        nan_fill = node.attrs.get("nan_fill")
+        nan_fill = float_literal(nan_fill, "float") if nan_fill is not None else None
         nr = k.target.gemm_nr
         # K and V as the GEMM's panels of nr columns (onnxc_sgemm_pack_b_panels), each thread its own
         key_floats = cexpr.mul(d, cexpr.round_up(skv, nr))
@@ -87,7 +102,7 @@ class FusedAttention(OpDef):
                           k_terms=_batch_terms(kt.dims[:-2], batch, cexpr.mul(d, skv)),
                           v_terms=_batch_terms(v.dims[:-2], batch, cexpr.mul(skv, dv)),
                           Skv=cexpr.lit(skv), Dv=cexpr.lit(dv), block_floats=BLOCK_FLOATS,
-                          scale_op=scale_op, scale=scale, key_floats=cexpr.lit(key_floats),
+                          scale_op=scale_op, scale=scale, nan_fill=nan_fill, key_floats=cexpr.lit(key_floats),
                           panel_floats=cexpr.lit(panel_floats), scores_floats=cexpr.lit(scores_floats))
         threads = max(k.target.threads, 1)
         rows = 384   # (more than a block of scores ever has: the GEMM's pack for its most rows)
@@ -113,6 +128,14 @@ class FusedAttention(OpDef):
         if len(inputs) > 3 and inputs[3]:
             steps.append(f"{prefix}_masked")
             nodes.append(helper.make_node("Add", [steps[-2], inputs[3]], [steps[-1]]))
-        nodes.append(helper.make_node("Softmax", [steps[-1]], [f"{prefix}_probs"], axis=-1))
-        nodes.append(helper.make_node("MatMul", [f"{prefix}_probs", inputs[2]], [outputs[0]]))
+        probs = f"{prefix}_probs"
+        nodes.append(helper.make_node("Softmax", [steps[-1]], [probs], axis=-1))
+        if node.attrs.get("nan_fill") is not None:
+            fill = f"{prefix}_nan_fill"
+            nodes += [helper.make_node("Constant", [], [fill], value=helper.make_tensor(
+                          fill, 1, [], [float(np.float32(node.attrs["nan_fill"]))])),
+                      helper.make_node("IsNaN", [probs], [f"{prefix}_nan"]),
+                      helper.make_node("Where", [f"{prefix}_nan", fill, probs], [f"{prefix}_filled"])]
+            probs = f"{prefix}_filled"
+        nodes.append(helper.make_node("MatMul", [probs, inputs[2]], [outputs[0]]))
         return nodes

@@ -191,20 +191,27 @@ def fuse_attention(graph: Graph) -> None:
         if node is not None and node.op_type == "Add" and not node.domain and len(node.inputs) == 2 \
                 and node.version > 6:
             other = node.inputs[1] if node.inputs[0] is cur else node.inputs[0]
+            # (the sum's shape may be symbols of its own where the mask's dims are: the kernel
+            # checks at run time that the mask broadcasts to the scores)
             if other is not cur and other.dtype is dt.FLOAT and other.shape is not None \
-                    and node.outputs[0].shape == scores.shape \
                     and mask_strides(tuple(other.shape), tuple(scores.shape)) is not None:
                 mask = other
                 pattern.append(node)
                 cur = node.outputs[0]
                 node = _sole_reader(cur, consumers, outputs)
-        if node is None or node.op_type != "Softmax" or node.domain or node.outputs[0].shape != scores.shape:
+        if node is None or node.op_type != "Softmax" or node.domain:
             continue
         rank = len(scores.shape)
         if node.attrs.get("axis", -1 if node.version >= 13 else 1) % rank != rank - 1:
             continue
         pattern.append(node)
         probs = node.outputs[0]
+        nan_fill = None
+        tail = _nan_filled(probs, consumers, outputs)
+        if tail is not None:
+            nan_fill, where = tail[0], tail[1]
+            pattern += tail[1:]
+            probs = where.outputs[0]
         mm2 = _sole_reader(probs, consumers, outputs)
         if mm2 is None or mm2.op_type != "MatMul" or mm2.domain or mm2.inputs[0] is not probs:
             continue
@@ -216,12 +223,32 @@ def fuse_attention(graph: Graph) -> None:
         if any(n in dead for n in pattern):
             continue
         attrs = {"scale_op": scale_op, "scale": scale}
+        if nan_fill is not None:
+            attrs["nan_fill"] = nan_fill
         fused = Node("FusedAttention", _fused.DOMAIN, mm.name, [q, kt, v, mask], [mm2.outputs[0]], attrs,
                      opset=1, impl=FusedAttention(), version=1, memo={"fused": _described(pattern)})
         mm2.outputs[0].producer = fused
         replaced[mm2] = fused
         dead.update(pattern)
     graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead or n in replaced]
+
+
+def _nan_filled(p: Value, consumers: dict[Value, list[Node]], outputs: set[Value]) -> Optional[tuple]:
+    """Where(IsNaN(p), c, p) with c a constant float scalar, p read by just these two (how
+    exporters zero the probabilities of rows whose keys are all masked): (c, the Where, the
+    IsNaN), else None."""
+    readers = consumers.get(p, [])
+    if p in outputs or len(readers) != 2:
+        return None
+    isnan = next((n for n in readers if n.op_type == "IsNaN" and not n.domain), None)
+    where = next((n for n in readers if n.op_type == "Where" and not n.domain), None)
+    if isnan is None or where is None or len(where.inputs) != 3 or where.inputs[2] is not p \
+            or where.inputs[0] is not isnan.outputs[0] or _sole_reader(isnan.outputs[0], consumers, outputs) is not where:
+        return None
+    c = where.inputs[1]
+    if c.const is None or c.dtype is not dt.FLOAT or np.asarray(c.const).size != 1 or len(np.shape(c.const)) > 1:
+        return None
+    return float(np.asarray(c.const, np.float32).reshape(-1)[0]), where, isnan
 
 
 def fuse_matmul_epilogue(graph: Graph) -> None:
