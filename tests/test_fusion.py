@@ -514,6 +514,16 @@ def _ops_run(model, feeds, threads):
     return got, {e["args"].get("op_name") for e in events if e.get("cat") == "Node"}
 
 
+def _assert_fused_attention_matches_onnxruntime(model, feeds, what=""):
+    """Fused at 1 and 2 threads, and the same as onnxruntime; the 2-thread outputs."""
+    want = run_ort(model, feeds)
+    for threads in (1, 2):
+        got, ops = _ops_run(model, feeds, threads)
+        assert ops == {"FusedAttention"}, ops
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"{what}{threads} threads")
+    return got
+
+
 @pytest.mark.parametrize("scale_op, mask_shape, dims", [
     ("Div", (2, 1, 1, 33), (2, 3, 20, 33, 16, 24)),       # BERT: a padding mask per batch entry
     ("Mul", (20, 33), (2, 3, 20, 33, 16, 24)),            # one mask for every head
@@ -523,12 +533,7 @@ def _ops_run(model, feeds, threads):
 ])
 def test_attention_written_out_is_fused_and_matches_onnxruntime(scale_op, mask_shape, dims):
     model = attention_model(scale_op, mask_shape, dims)
-    feeds = attention_feeds(model, {})
-    want = run_ort(model, feeds)
-    for threads in (1, 2):
-        got, ops = _ops_run(model, feeds, threads)
-        assert ops == {"FusedAttention"}, ops
-        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"{threads} threads")
+    _assert_fused_attention_matches_onnxruntime(model, attention_feeds(model, {}))
 
 
 def test_attention_over_a_symbolic_sequence():
@@ -570,11 +575,7 @@ def test_attention_with_keys_and_values_broadcast_over_batch_axes():
         feeds = {"q": rng.standard_normal((b, 3, 40, 8)).astype(np.float32),
                  "k": rng.standard_normal((1, 3, 8, 50)).astype(np.float32),
                  "v": rng.standard_normal((b, 1, 50, 16)).astype(np.float32)}
-        want = run_ort(model, feeds)
-        for threads in (1, 2):
-            got, ops = _ops_run(model, feeds, threads)
-            assert ops == {"FusedAttention"}, ops
-            np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"batch {b}, {threads} threads")
+        _assert_fused_attention_matches_onnxruntime(model, feeds, f"batch {b}, ")
 
 
 def test_attention_with_a_mask_of_its_own_symbols_and_nan_rows_filled():
@@ -584,11 +585,7 @@ def test_attention_with_a_mask_of_its_own_symbols_and_nan_rows_filled():
     model = attention_model("Div", ("mb", 1, 1, "mk"), (2, 3, 20, 33, 16, 24), nan_fill=True)
     feeds = attention_feeds(model, {"mb": 2, "mk": 33})
     feeds["m"][1, 0, 0, :] = -np.inf   # every key of batch entry 1 masked: NaN rows, then zeros
-    want = run_ort(model, feeds)
-    for threads in (1, 2):
-        got, ops = _ops_run(model, feeds, threads)
-        assert ops == {"FusedAttention"}, ops
-        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5, err_msg=f"{threads} threads")
+    got = _assert_fused_attention_matches_onnxruntime(model, feeds)
     assert (got[0][1] == 0).all() and np.isfinite(got[0]).all()
     feeds = attention_feeds(model, {"mb": 1, "mk": 33})   # a mask for every batch entry: broadcast
     np.testing.assert_allclose(_ops_run(model, feeds, 1)[0][0], run_ort(model, feeds)[0], rtol=1e-5, atol=1e-5)
