@@ -131,6 +131,11 @@ def _compile(args: argparse.Namespace) -> int:
                    f"weights {human_size(manifest['weights_bytes'])}, "
                    f"code {human_size(code) if isinstance(code, int) else code} on this host)")
         return EXIT_OK
+    if manifest.get("specialise"):
+        # (no library yet: a session compiles one per input signature, as `onnxc info` says)
+        _say(args, f"wrote {args.model} -> {args.output} in {took:.2f}s, compiled per input signature when it "
+                   f"runs: {manifest['specialise']}")
+        return EXIT_OK
     how = "compiled" if built else "found in the cache"
     _say(args, f"{how} {args.model} -> {args.output} in {took:.2f}s "
                f"({manifest['functions']} node functions, arena {human_size(manifest['arena_bytes'])})")

@@ -153,6 +153,20 @@ def test_commands_share_one_cache(capsys, models, tmp_path, monkeypatch):
     assert code == 0 and out.startswith("removed 1 artifact(s)") and not (tmp_path / "cache" / key).exists()
 
 
+def test_compile_of_a_model_compiled_per_input_signature(capsys, tmp_path):
+    """A model whose ranks are known only at run time (an If whose branches differ, as silero
+    VAD's decoder) is written for a session to compile per input signature: the command says so
+    rather than failing on the library it does not have yet, and the artifact runs."""
+    from test_dynamic_rank import squeeze_without_axes
+    path = tmp_path / "squeeze.onnx"
+    onnx.save(squeeze_without_axes(), path)
+    code, out, err = _main(capsys, "compile", path, "-o", tmp_path / "art")
+    assert code == 0, err
+    assert out.startswith(f"wrote {path} -> ") and "compiled per input signature when it runs:" in out
+    sess = onnxc.InferenceSession(str(tmp_path / "art"))
+    assert sess.run(None, {"x": np.ones((1, 3, 1), np.float32)})[0].shape == (3,)
+
+
 def test_compile_errors(capsys, models, tmp_path):
     code, out, err = _main(capsys, "compile", tmp_path / "missing.onnx", "-o", tmp_path / "a", "--quiet")
     assert code == 1 and "model file not found" in err and out == ""
