@@ -46,10 +46,6 @@ def _session(model, threads: int) -> onnxc.InferenceSession:
     return onnxc.InferenceSession(model.SerializeToString(), so)
 
 
-def _threads_of_this_process() -> int:
-    return len(os.listdir("/proc/self/task"))
-
-
 @requires(shutil.which("readelf") is not None, "readelf (binutils) reads the libraries a build needs")
 def test_threaded_builds_link_no_openmp_runtime():
     sess = _session(_conv_gemm_model(), 2)
@@ -61,17 +57,24 @@ def test_threaded_builds_link_no_openmp_runtime():
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc")
+def _thread_ids() -> set[str]:
+    return set(os.listdir("/proc/self/task"))
+
+
 def test_a_context_keeps_its_threads_for_its_life():
-    before = _threads_of_this_process()
+    """Its own threads, by id: other threads of the process (an earlier test's session that the
+    garbage collector ends meanwhile) may come and go."""
+    gc.collect()
+    before = _thread_ids()
     sess = _session(_conv_gemm_model(), 3)
     sess.run(None, FEED)
-    during = _threads_of_this_process()
-    assert during >= before + 2   # a context of a 3-thread build: two pool threads beside the caller
+    own = _thread_ids() - before
+    assert len(own) >= 2   # a context of a 3-thread build: two pool threads beside the caller
     sess.run(None, FEED)
-    assert _threads_of_this_process() == during   # runs start no threads
+    assert _thread_ids() - before == own   # runs start no threads, and its threads stay
     del sess
     gc.collect()
-    assert _threads_of_this_process() <= before
+    assert not own & _thread_ids()         # they end with it
 
 
 def test_results_do_not_depend_on_the_thread_count():
