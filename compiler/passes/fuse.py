@@ -182,9 +182,9 @@ def fuse_attention(graph: Graph) -> None:
         cur = scores
         if node is not None and node.op_type in ("Mul", "Div") and not node.domain and len(node.inputs) == 2:
             other = node.inputs[1] if node.inputs[0] is cur else (node.inputs[0] if node.op_type == "Mul" else None)
-            if other is not None and other is not cur and other.const is not None and other.dtype is dt.FLOAT \
-                    and np.asarray(other.const).size == 1 and node.outputs[0].shape == scores.shape:
-                scale_op, scale = node.op_type, float(np.asarray(other.const, np.float32).reshape(-1)[0])
+            value = _float_scalar(other) if other is not None and other is not cur else None
+            if value is not None and node.outputs[0].shape == scores.shape:
+                scale_op, scale = node.op_type, value
                 pattern.append(node)
                 cur = node.outputs[0]
                 node = _sole_reader(cur, consumers, outputs)
@@ -246,9 +246,17 @@ def _nan_filled(p: Value, consumers: dict[Value, list[Node]], outputs: set[Value
             or where.inputs[0] is not isnan.outputs[0] or _sole_reader(isnan.outputs[0], consumers, outputs) is not where:
         return None
     c = where.inputs[1]
-    if c.const is None or c.dtype is not dt.FLOAT or np.asarray(c.const).size != 1 or len(np.shape(c.const)) > 1:
+    value = _float_scalar(c)
+    if value is None or len(np.shape(c.const)) > 1:
         return None
-    return float(np.asarray(c.const, np.float32).reshape(-1)[0]), where, isnan
+    return value, where, isnan
+
+
+def _float_scalar(v: Value) -> Optional[float]:
+    """The value of a float32 constant of one element, else None."""
+    if v.const is None or v.dtype is not dt.FLOAT or np.asarray(v.const).size != 1:
+        return None
+    return float(np.asarray(v.const, np.float32).reshape(-1)[0])
 
 
 def fuse_matmul_epilogue(graph: Graph) -> None:
