@@ -248,11 +248,17 @@ def test_a_woken_pool_thread_keeps_off_the_callers_cpu():
     try:
         os.sched_setaffinity(0, {here})              # the caller (this thread) on one CPU
         time.sleep(0.3)                              # the pool thread falls asleep
-        os.sched_setaffinity(int(tid), {here})       # ... on the caller's CPU
-        for _ in range(3):
+        ran_on = []
+        for _ in range(5):
+            os.sched_setaffinity(int(tid), {here})   # asleep on the caller's CPU before each run
             sess.run(None, FEED)
+            ran_on.append(_last_cpu(tid))            # where it ran last, read right after the run
             time.sleep(0.3)
         assert os.sched_getaffinity(int(tid)) == cpus, "the pool thread's CPUs are the process's again"
-        assert _last_cpu(tid) != here, "the woken pool thread ran on the caller's CPU"
+        # Once its CPUs are all the process's again, a thread spinning after the run may be moved
+        # back to the caller's CPU while another process keeps the other one busy (a parallel
+        # test run), so the test asks for one run of five seen elsewhere; left pinned, as it would
+        # be without the move, it is on the caller's CPU after every run.
+        assert any(cpu != here for cpu in ran_on), f"the woken pool thread ran on the caller's CPU after every run: {ran_on}"
     finally:
         os.sched_setaffinity(0, cpus)
