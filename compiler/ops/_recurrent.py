@@ -139,8 +139,9 @@ class Recurrent(OpDef):
         kernel = k.kernel("c/recurrent.c.j2", helpers=(_gemm.HELPER,) if data["fast"] else (), **data)
         size = 8 if ct == "double" else 4
         # gates: the pre-activations of one step; state: H_t (plus C_t for LSTM, r (.) H_t for GRU).
-        kernel.scratch = {"gates": cexpr.mul(self.gates, hidden, size),
-                          "state": cexpr.mul(1 if self.kind == "rnn" else 2, hidden, size)}
+        # (the threads' split of the units keeps H_{t-1} and writes H_t beside it)
+        states = (1 if self.kind == "rnn" else 2) + (1 if data["fast"] and data["fast"]["split"] else 0)
+        kernel.scratch = {"gates": cexpr.mul(self.gates, hidden, size), "state": cexpr.mul(states, hidden, size)}
         if data["fast"]:
             rows = cexpr.mul(seq, batch)
             gate_rows = cexpr.mul(self.gates, hidden)
@@ -161,7 +162,8 @@ class Recurrent(OpDef):
         w, r = k.input(1), k.input(2)
         hidden = r.dims[2]
         nr = k.target.gemm_nr
-        data: dict = {"W_packed": None, "R_packed": None, "bias": None}
+        data: dict = {"W_packed": None, "R_packed": None, "bias": None, "split": None}
+        split = self.split(node, hidden, k)
         if k.target.prepack and w.value is not None:
             data["W_packed"] = [k.constant(f"W{d}_packed", _gemm.pack_cols(np.asarray(w.value[d], np.float32).T, nr))
                                 for d in range(dirs)]
@@ -169,12 +171,18 @@ class Recurrent(OpDef):
             packed = []
             for d in range(dirs):
                 rd = np.asarray(r.value[d], np.float32)
-                if self.kind == "gru":
-                    packed.append((k.constant(f"R{d}_packed", _gemm.pack_cols(rd[:2 * hidden].T, nr)),
-                                   k.constant(f"R{d}_packed_h", _gemm.pack_cols(rd[2 * hidden:].T, nr))))
+                # (GRU: R^T of z and r apart from the candidate's)
+                recurrent = rd[:2 * hidden] if self.kind == "gru" else rd
+                if split:   # each gate's R^T in panels of its own, so that a thread's units start a panel
+                    rp = np.concatenate([_gemm.pack_cols(recurrent[g * hidden:(g + 1) * hidden].T, nr).ravel()
+                                         for g in range(len(recurrent) // hidden)])
                 else:
-                    packed.append((k.constant(f"R{d}_packed", _gemm.pack_cols(rd.T, nr)), None))
+                    rp = _gemm.pack_cols(recurrent.T, nr)
+                packed.append((k.constant(f"R{d}_packed", rp),
+                               k.constant(f"R{d}_packed_h", _gemm.pack_cols(rd[2 * hidden:].T, nr))
+                               if self.kind == "gru" else None))
             data["R_packed"] = packed
+            data["split"] = split
         if k.has_input(3) and k.input(3).value is not None:
             b = np.asarray(k.input(3).value, np.float32)
             g = self.gates * hidden
@@ -183,6 +191,28 @@ class Recurrent(OpDef):
             sums[:, :recurrent_rows] += b[:, g:g + recurrent_rows]
             data["bias"] = [k.constant(f"bias{d}", sums[d]) for d in range(dirs)]
         return data
+
+
+    def split(self, node: Node, hidden: int, k: KernelContext) -> Optional[dict]:
+        """How a step's products R H_{t-1} and cell updates are split between the threads, by
+        hidden units, each thread's units a whole number of column panels of every gate
+        (None: the steps run on one thread). Each thread then reads its own part of R at every
+        step, which stays in its core's cache across the steps; one region per step, since
+        every unit's next product reads all of H_t. Not for GRU with linear_before_reset = 0,
+        whose candidate's product reads r (.) H_{t-1} of every unit in the middle of the step."""
+        threads, nr = k.target.threads, k.target.gemm_nr
+        if self.kind == "gru" and not node.attrs.get("linear_before_reset", 0):
+            return None
+        if threads < 2 or not k.target.prepack or not isinstance(hidden, int) \
+                or self.gates * hidden * hidden < SPLIT_MIN_MACS or hidden < 2 * nr:
+            return None
+        chunk = -(-hidden // threads // nr) * nr
+        return {"parts": -(-hidden // chunk), "chunk": chunk, "panels": -(-hidden // nr) * nr}
+
+
+# A step's product R H_{t-1} (multiply-adds) worth splitting between threads: above this it
+# takes about 5 us on one core, several times what handing half of it to another costs.
+SPLIT_MIN_MACS = 131072
 
 
 def num_directions(node: Node, fail) -> int:
