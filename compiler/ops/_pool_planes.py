@@ -49,7 +49,8 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
     (kh, kw), (s0, _), (d0, _) = win.kernel, win.strides, win.dilations
     plane = pp.QH * pp.QW
     across = s0 * plane       # each row phase reduced over the kernel's columns
-    stride = pp.floats + across + pp.OH * pp.QW    # one thread's planes, `across` and row buffer
+    # one thread's planes, `across` and row buffer, in whole cache lines (threads write apart)
+    stride = -(-(pp.floats + across + pp.OH * pp.QW) // 16) * 16
     border, step = REDUCTIONS[kind]
     n, c = x.dims[:2]
     data = {

@@ -233,11 +233,11 @@ def _depthwise(k: KernelContext, win: Window, begins: Sequence[CExpr], *, x_zero
             "OH": oh, "OW": ow, "OUT": oh * ow, "KH": win.kernel[0], "KW": win.kernel[1],
             "KK": win.kernel[0] * win.kernel[1], "SH": win.strides[0], "SW": win.strides[1],
             "DH": win.dilations[0], "DW": win.dilations[1], "PT": begins[0], "PL": begins[1], "PH": ph, "PHS": phs, "PWS": pws,
-            "PLANE": plane,
+            "PLANE": plane, "PLANE_STRIDE": -(-plane // 32) * 32, "SUMS_STRIDE": -(-(oh * pws) // 16) * 16,
             "x": x.name, "w": w.name, "y": y.name, "xt": x.ctype, "yt": y.ctype,
             "x_zero": x_zero, "w_zero": w_zero, "bias": bias, "y_store": y_store}
     kernel = k.kernel("c/qconv_depthwise.c.j2", **data)
-    kernel.scratch["plane"] = k.target.threads * plane * 2
-    kernel.scratch["sums"] = k.target.threads * oh * pws * 4
+    kernel.scratch["plane"] = k.target.threads * data["PLANE_STRIDE"] * 2
+    kernel.scratch["sums"] = k.target.threads * data["SUMS_STRIDE"] * 4
     kernel.note = "direct int8 depthwise convolution"
     return kernel

@@ -231,10 +231,20 @@ def balanced_rows(rows: int, total: int, inner: int, threads: int) -> int:
 # (megabytes of planes) and on SqueezeNet and Inception-v2 (rows of 13-56 columns, in pieces).
 GATHER_PLANES_BYTES = 1 << 18
 
+def _lines(floats: int) -> int:
+    """A thread's part of a kernel's scratch, in floats, rounded up to whole 64-byte cache lines,
+    so that two threads never write one line (on small maps, where a channel takes a fraction
+    of a microsecond, the line passed back and forth cost more than the second thread gave)."""
+    return -(-floats // 16) * 16
+
+
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
 # Output rows the depthwise kernel computes together (kernels of up to 25 taps; 2 above):
 # 4 accumulators and the weights fit the 16 vector registers of AVX2 for 3x3.
 DEPTHWISE_BLOCK_ROWS = 4
+# Outputs a fused epilogue (residual, activation) of the depthwise kernel takes at a time: a 7x7
+# map's 49 values one channel at a time leave the vector activations waiting on their latency.
+EPILOGUE_SPAN = 512
 
 
 def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
@@ -252,13 +262,16 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     xv = _ceil_div(pp.OW, 8) * 8 if pp.OW <= 8 else _ceil_div(pp.OW, 16) * 16   # whole vectors
     rs = max(pp.QW, xv)                   # the row buffer's row stride
     planes = pp.floats + max(0, xv - pp.QW)   # (the last row's vector lanes past OW read this far)
-    stride = planes + pp.OH * rs          # one thread's planes and row buffer
+    stride = _lines(planes + pp.OH * rs)  # one thread's planes and row buffer
+    # Channels per block: a fused epilogue runs over a block's outputs at once.
+    cb = max(1, -(-EPILOGUE_SPAN // (pp.OH * pp.OW))) if fused else 1
     data = {
         **pp.template_data(), "pp": pp.template_data(), "R": rows, "XV": xv, "RS": rs, "PLANES": planes,
         "checks": checks, "NC": cexpr.mul(n, c), "C": c, "STRIDE": stride, "taps": pp.taps,
         "threads": k.target.threads, "x_ptr": x.name, "y_ptr": y.name, "w_ptr": w.name,
         "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
         "epi": epilogue, "fused": fused, "residual": epilogue["residual"],
+        "CB": cb, "blocks": cexpr.div(cexpr.add(cexpr.mul(n, c), cb - 1), cb),
     }
     kernel = k.kernel("c/conv_depthwise.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)
@@ -409,7 +422,7 @@ def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: 
     # the last row's outputs), and its row buffer: MB rows of RSZ positions, whole vectors.
     pad = pp.QW + GROUPED_MAX_LANES
     rsz = _ceil_div(pp.OH * pp.QW, GROUPED_MAX_LANES) * GROUPED_MAX_LANES
-    stride = cg * pp.floats + pad + mb * rsz
+    stride = _lines(cg * pp.floats + pad + mb * rsz)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "OH": pp.OH, "OW": pp.OW, "QW": pp.QW,
         "PLANE": pp.floats, "taps": pp.taps, "checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "G": group,
