@@ -201,19 +201,22 @@ def test_quantize_static_qdq_cnn(tmp_path, activation_type):
     """onnxc computes the QDQ model as written (DequantizeLinear, the float op, QuantizeLinear), as
     onnxruntime does with basic optimizations; float32 sums in another order (Conv, Gemm, Softmax)
     can put a value on the other side of a rounding boundary of the next QuantizeLinear, so a
-    probability may move by one output step (1/255). onnxruntime's default level also fuses
-    Sigmoid, Mul, AveragePool, Softmax ... with their Q/DQ into its quantized kernels, whose
-    rounding differs more: a few steps."""
+    probability may move by an output step (1/255), or by two where the value that moved was a
+    logit before the Softmax (one step of the logits' scale moves p by about p (1 - p) of it).
+    onnxruntime's default level also fuses Sigmoid, Mul, AveragePool, Softmax ... with their
+    Q/DQ into its quantized kernels, whose rounding differs more: a few steps. (The inputs come
+    from this test's own generator, not the module's, whose state depends on the tests before.)"""
+    rng = np.random.default_rng(200)
     q = quantized(tmp_path, cnn(), quantization.quantize_static, RandomBatches(),
                   quant_format=quantization.QuantFormat.QDQ,
                   activation_type=getattr(quantization.QuantType, activation_type),
                   weight_type=quantization.QuantType.QInt8)
     assert ops(q)[("ai.onnx", "QuantizeLinear")] >= 5
     for _ in range(3):
-        x = RNG.normal(0, 1, [3, 3, 12, 12]).astype(np.float32)
+        x = rng.normal(0, 1, [3, 3, 12, 12]).astype(np.float32)
         out = assert_matches_ort(q, {"x": x}, rtol=0, atol=6 / 255)[0]
         basic = run_ort_basic(q, {"x": x})[0]
-        np.testing.assert_allclose(out, basic, rtol=0, atol=1.5 / 255)
+        np.testing.assert_allclose(out, basic, rtol=0, atol=2.5 / 255)
         assert np.mean(out == basic) >= 0.8
 
 

@@ -229,11 +229,13 @@ def _depthwise(k: KernelContext, win: Window, begins: Sequence[CExpr], *, x_zero
     phs = -(-ph // win.strides[0])   # rows of each row phase
     # (the plane's phases, and a row of slack for the dropped columns of the last output row)
     plane = win.strides[1] * win.strides[0] * phs * pws + pws
+    sums = -(-(oh * pws) // 16) * 16    # the sums computed, whole vectors (those past oh * pws dropped)
+    plane += sums - oh * pws            # (zeros the last vectors read)
     data = {"checks": list(checks), "N": cexpr.lit(x.dims[0]), "C": x.dims[1], "H": h, "W": wd, "IN": h * wd,
             "OH": oh, "OW": ow, "OUT": oh * ow, "KH": win.kernel[0], "KW": win.kernel[1],
             "KK": win.kernel[0] * win.kernel[1], "SH": win.strides[0], "SW": win.strides[1],
             "DH": win.dilations[0], "DW": win.dilations[1], "PT": begins[0], "PL": begins[1], "PH": ph, "PHS": phs, "PWS": pws,
-            "PLANE": plane, "PLANE_STRIDE": -(-plane // 32) * 32, "SUMS_STRIDE": -(-(oh * pws) // 16) * 16,
+            "PLANE": plane, "PLANE_STRIDE": -(-plane // 32) * 32, "SUMS": sums, "SUMS_STRIDE": sums,
             "x": x.name, "w": w.name, "y": y.name, "xt": x.ctype, "yt": y.ctype,
             "x_zero": x_zero, "w_zero": w_zero, "bias": bias, "y_store": y_store}
     kernel = k.kernel("c/qconv_depthwise.c.j2", **data)
