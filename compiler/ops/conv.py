@@ -259,10 +259,13 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     n, c = x.dims[:2]
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
     rows = min(pp.OH, DEPTHWISE_BLOCK_ROWS if len(pp.taps) <= 25 else 2)
-    xv = _ceil_div(pp.OW, 8) * 8 if pp.OW <= 8 else _ceil_div(pp.OW, 16) * 16   # whole vectors
-    rs = max(pp.QW, xv)                   # the row buffer's row stride
+    # Rows of a whole number of 8-float vectors (16 or more) are computed straight into Y; the
+    # others a whole number of vectors at a time into a row buffer, the lanes past OW dropped.
+    direct = pp.OW >= 16 and pp.OW % 8 == 0
+    xv = pp.OW if direct else _ceil_div(pp.OW, 8) * 8 if pp.OW <= 8 else _ceil_div(pp.OW, 16) * 16
+    rs = pp.OW if direct else max(pp.QW, xv)   # the rows' stride
     planes = pp.floats + max(0, xv - pp.QW)   # (the last row's vector lanes past OW read this far)
-    stride = _lines(planes + pp.OH * rs)  # one thread's planes and row buffer
+    stride = _lines(planes + (0 if direct else pp.OH * rs))  # one thread's planes and row buffer
     # Channels per block: a fused epilogue runs over a block's outputs at once.
     cb = max(1, -(-EPILOGUE_SPAN // (pp.OH * pp.OW))) if fused else 1
     data = {
@@ -271,7 +274,7 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
         "threads": k.target.threads, "x_ptr": x.name, "y_ptr": y.name, "w_ptr": w.name,
         "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
         "epi": epilogue, "fused": fused, "residual": epilogue["residual"],
-        "CB": cb, "blocks": cexpr.div(cexpr.add(cexpr.mul(n, c), cb - 1), cb),
+        "direct": direct, "CB": cb, "blocks": cexpr.div(cexpr.add(cexpr.mul(n, c), cb - 1), cb),
     }
     kernel = k.kernel("c/conv_depthwise.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)
