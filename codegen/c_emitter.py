@@ -255,6 +255,7 @@ class CEmitter:
             "run": body,
             "arena_planned": memory.aligned(body["arena"]),
             "arena_bytes": memory.aligned(body["arena"]) + unit.scratch_bytes,
+            "arena_align": memory.ALIGN,
             "num_inputs": len(g.inputs),
             "num_outputs": len(g.outputs),
             "uses_sequences": unit.uses_sequences,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext
+from ...codegen.memory import thread_part
 from .. import dtypes as dt
 from ._phase_planes import phase_planes, static_but_batch
 
@@ -49,8 +50,7 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
     (kh, kw), (s0, _), (d0, _) = win.kernel, win.strides, win.dilations
     plane = pp.QH * pp.QW
     across = s0 * plane       # each row phase reduced over the kernel's columns
-    # one thread's planes, `across` and row buffer, in whole cache lines (threads write apart)
-    stride = -(-(pp.floats + across + pp.OH * pp.QW) // 16) * 16
+    stride = thread_part(pp.floats + across + pp.OH * pp.QW, 4)    # one thread's planes, `across` and row buffer
     border, step = REDUCTIONS[kind]
     n, c = x.dims[:2]
     data = {

@@ -19,6 +19,7 @@ import numpy as np
 from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext, TensorRef
+from ...codegen.memory import thread_part
 from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
@@ -235,11 +236,11 @@ def _depthwise(k: KernelContext, win: Window, begins: Sequence[CExpr], *, x_zero
             "OH": oh, "OW": ow, "OUT": oh * ow, "KH": win.kernel[0], "KW": win.kernel[1],
             "KK": win.kernel[0] * win.kernel[1], "SH": win.strides[0], "SW": win.strides[1],
             "DH": win.dilations[0], "DW": win.dilations[1], "PT": begins[0], "PL": begins[1], "PH": ph, "PHS": phs, "PWS": pws,
-            "PLANE": plane, "PLANE_STRIDE": -(-plane // 32) * 32, "SUMS": sums, "SUMS_STRIDE": sums,
+            "PLANE": plane, "PLANE_STRIDE": thread_part(plane, 2), "SUMS": sums,
             "x": x.name, "w": w.name, "y": y.name, "xt": x.ctype, "yt": y.ctype,
             "x_zero": x_zero, "w_zero": w_zero, "bias": bias, "y_store": y_store}
     kernel = k.kernel("c/qconv_depthwise.c.j2", **data)
     kernel.scratch["plane"] = k.target.threads * data["PLANE_STRIDE"] * 2
-    kernel.scratch["sums"] = k.target.threads * data["SUMS_STRIDE"] * 4
+    kernel.scratch["sums"] = k.target.threads * sums * 4
     kernel.note = "direct int8 depthwise convolution"
     return kernel

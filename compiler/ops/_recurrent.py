@@ -192,7 +192,6 @@ class Recurrent(OpDef):
             data["bias"] = [k.constant(f"bias{d}", sums[d]) for d in range(dirs)]
         return data
 
-
     def split(self, node: Node, hidden: int, k: KernelContext) -> Optional[dict]:
         """How a step's products R H_{t-1} and cell updates are split between the threads, by
         hidden units, each thread's units a whole number of column panels of every gate

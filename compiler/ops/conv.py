@@ -7,6 +7,7 @@ import numpy as np
 from ...codegen import cexpr
 from ...codegen.cexpr import CExpr
 from ...codegen.kernel import Kernel, KernelContext
+from ...codegen.memory import thread_part
 from ...codegen.names import c_string
 from .. import dtypes as dt
 from ..ir import Node
@@ -231,13 +232,6 @@ def balanced_rows(rows: int, total: int, inner: int, threads: int) -> int:
 # (megabytes of planes) and on SqueezeNet and Inception-v2 (rows of 13-56 columns, in pieces).
 GATHER_PLANES_BYTES = 1 << 18
 
-def _lines(floats: int) -> int:
-    """A thread's part of a kernel's scratch, in floats, rounded up to whole 64-byte cache lines,
-    so that two threads never write one line (on small maps, where a channel takes a fraction
-    of a microsecond, the line passed back and forth cost more than the second thread gave)."""
-    return -(-floats // 16) * 16
-
-
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
 # Output rows the depthwise kernel computes together (kernels of up to 25 taps; 2 above):
 # 4 accumulators and the weights fit the 16 vector registers of AVX2 for 3x3.
@@ -265,7 +259,7 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     xv = pp.OW if direct else _ceil_div(pp.OW, 8) * 8 if pp.OW <= 8 else _ceil_div(pp.OW, 16) * 16
     rs = pp.OW if direct else max(pp.QW, xv)   # the rows' stride
     planes = pp.floats + max(0, xv - pp.QW)   # (the last row's vector lanes past OW read this far)
-    stride = _lines(planes + (0 if direct else pp.OH * rs))  # one thread's planes and row buffer
+    stride = thread_part(planes + (0 if direct else pp.OH * rs), 4)  # one thread's planes and row buffer
     # Channels per block: a fused epilogue runs over a block's outputs at once.
     cb = max(1, -(-EPILOGUE_SPAN // (pp.OH * pp.OW))) if fused else 1
     data = {
@@ -425,7 +419,7 @@ def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: 
     # the last row's outputs), and its row buffer: MB rows of RSZ positions, whole vectors.
     pad = pp.QW + GROUPED_MAX_LANES
     rsz = _ceil_div(pp.OH * pp.QW, GROUPED_MAX_LANES) * GROUPED_MAX_LANES
-    stride = _lines(cg * pp.floats + pad + mb * rsz)
+    stride = thread_part(cg * pp.floats + pad + mb * rsz, 4)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "OH": pp.OH, "OW": pp.OW, "QW": pp.QW,
         "PLANE": pp.floats, "taps": pp.taps, "checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "G": group,
