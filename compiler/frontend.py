@@ -7,6 +7,7 @@ build values and nodes with typed attributes.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections import ChainMap
 from typing import Optional, Union
@@ -111,18 +112,49 @@ def _repeated(field: FieldDescriptor) -> bool:
 ONNXRUNTIME_AI_ONNX_OPS = frozenset({"SimplifiedLayerNormalization"})
 
 
+# Initializers of raw data with at least this many elements are shown to the checker without their data.
+CHECKER_STAND_IN_ELEMENTS = 1 << 18
+
+
 def _as_checker_sees_it(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model``, with onnxruntime's own ai.onnx ops in the main graph moved to a domain of
-    their own so that onnx's checker, which does not know them, treats them as custom ops."""
-    if not any(n.op_type in ONNXRUNTIME_AI_ONNX_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node):
+    """``model`` as onnx's checker is given it: the main graph's big initializers by stand-ins
+    without data (their bytes are checked against their shapes when the graph is built, and a
+    checker that is handed hundreds of megabytes of weights copies and parses them again, a
+    second per half gigabyte), and onnxruntime's own ai.onnx ops in the main graph moved to a
+    domain of their own so that the checker, which does not know them, treats them as custom ops."""
+    ort_ops = any(n.op_type in ONNXRUNTIME_AI_ONNX_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
+    big = {i for i, t in enumerate(model.graph.initializer)   # (by elements: protobuf's ByteSize encodes)
+           if t.HasField("raw_data") and CHECKER_STAND_IN_ELEMENTS <= math.prod(t.dims) < 1 << 31
+           and min(t.dims) >= 0}   # (shapes no data fits, the checker refuses as before)
+    if not ort_ops and not big:
         return model
     copy = onnx.ModelProto()
-    copy.CopyFrom(model)
+    _copy_fields(model, copy, skip="graph")
+    _copy_fields(model.graph, copy.graph, skip="initializer")
+    for i, tensor in enumerate(model.graph.initializer):
+        if i in big:   # (no elements, so no data: the checker sees its name and type)
+            copy.graph.initializer.add(name=tensor.name, data_type=tensor.data_type, dims=[0])
+        else:
+            copy.graph.initializer.append(tensor)
     for n in copy.graph.node:
         if n.op_type in ONNXRUNTIME_AI_ONNX_OPS and n.domain in ("", "ai.onnx"):
             n.domain = "onnxruntime.ai_onnx"
-    copy.opset_import.append(onnx.helper.make_opsetid("onnxruntime.ai_onnx", 1))
+    if ort_ops:
+        copy.opset_import.append(onnx.helper.make_opsetid("onnxruntime.ai_onnx", 1))
     return copy
+
+
+def _copy_fields(source: Message, target: Message, skip: str) -> None:
+    """Every field of ``source`` but ``skip`` into ``target`` (a message of the same type)."""
+    for field, value in source.ListFields():
+        if field.name == skip:
+            continue
+        if _repeated(field):
+            getattr(target, field.name).extend(value)
+        elif field.message_type is not None:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
 
 
 def _check_external_data(model: onnx.ModelProto, folder: Optional[str]) -> bool:

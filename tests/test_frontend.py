@@ -105,3 +105,32 @@ def test_deprecated_ops_load_in_the_opsets_they_were_written_for():
                    [("y", T.FLOAT, [1, 4, 3])], opset=18)
     _, g = import_model(m)
     assert [n.op_type for n in g.nodes] == ["GroupNormalization"]
+
+
+def test_big_initializers_are_checked_without_their_bytes(monkeypatch):
+    """The checker sees big initializers as stand-ins without data (a model with hundreds of
+    megabytes of weights is not copied and parsed again): the rest of the model is still
+    checked, the stand-in is not what the graph is built from, and a big initializer whose
+    bytes do not match its shape is still refused, when the graph is built."""
+    from onnxc.compiler import frontend
+    big = np.arange(1 << 18, dtype=np.float32).reshape(512, 512)
+    seen = []
+    monkeypatch.setattr(onnx.checker, "check_model", lambda m, *a, **k: seen.append(m))
+
+    def model(w, node="MatMul"):
+        return make_model([helper.make_node(node, ["x", "w"], ["y"])], [("x", T.FLOAT, [1, 512])],
+                          [("y", T.FLOAT, [1, 512])], [w]).SerializeToString()
+    g = build_graph(load_model(model(onnx.numpy_helper.from_array(big, "w"))))
+    np.testing.assert_array_equal(g.nodes[0].inputs[1].const, big)
+    stand_in = seen[-1].graph.initializer[0]
+    assert (stand_in.name, list(stand_in.dims), stand_in.raw_data) == ("w", [0], b"")
+    small = np.ones((4, 512), np.float32)   # (a small one goes to the checker as it is)
+    load_model(model(onnx.numpy_helper.from_array(small, "w")))
+    assert isinstance(seen[-1], bytes)
+    monkeypatch.undo()
+    with pytest.raises(ModelError, match="not valid ONNX.*NoSuchOp"):
+        load_model(model(onnx.numpy_helper.from_array(big, "w"), node="NoSuchOp"))
+    short = onnx.numpy_helper.from_array(big, "w")
+    short.raw_data = short.raw_data[:-4]
+    with pytest.raises(ModelError, match="initializer 'w' cannot be read"):
+        build_graph(load_model(model(short)))

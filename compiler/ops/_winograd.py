@@ -76,16 +76,32 @@ def winograd(m: int, r: int = 3) -> Winograd:
     return Winograd(m, bt, g, at)
 
 
-def transform_filters(w: np.ndarray, wg: Winograd) -> np.ndarray:
-    """W (K x C x 3 x 3) -> U (alpha^2 x K x C): U[i * alpha + j] = (G w G^T)[i][j], in float64
-    and rounded once."""
-    # (G w G^T)[i][j] = sum over a, b of G[i][a] G[j][b] w[a][b]: one matrix product of the
-    # alpha^2 x 9 products G[i][a] G[j][b] (exact fractions, then float64) with the filters
-    # as 9 x (K C), which comes out in U's layout
+def transform_filters(w: np.ndarray, wg: Winograd, mr: int) -> np.ndarray:
+    """W (K x C x 3 x 3) -> U, the alpha^2 matrices (G w G^T)[i][j] (K x C each, i * alpha + j
+    in order) packed as the GEMM's A (``_gemm.pack_rows``: panels of ``mr`` rows of K, rows past
+    K zero), computed in float64 and rounded once. A few panels at a time, each read once and
+    its products written straight to their packed places: the whole in float64 or unpacked
+    would be several times the weights (VGG's 80 MB of 3x3 filters would pass through 640 MB)."""
+    # (G w G^T)[i][j] = sum over a, b of G[i][a] G[j][b] w[a][b]: the alpha^2 x 9 products
+    # G[i][a] G[j][b] (exact fractions, then float64) times the filters as 9 x (panel, C, row)
     kron = np.array([[float(gi[a] * gj[b]) for a in range(3) for b in range(3)] for gi in wg.G for gj in wg.G])
     k, c = w.shape[:2]
-    u = kron @ w.reshape(k * c, 9).T.astype(np.float64)
-    return u.astype(np.float32).reshape(wg.alpha * wg.alpha, k, c)
+    panels = -(-k // mr)
+    out = np.empty((len(kron), panels, c, mr), np.float32)
+    step = max(1, TRANSFORM_CHUNK // (mr * c * 9))   # (panels per product)
+    filters = w.reshape(k, c, 9)
+    for p0 in range(0, panels, step):
+        p1 = min(panels, p0 + step)
+        rows = filters[p0 * mr:p1 * mr]
+        if len(rows) < (p1 - p0) * mr:   # (the last panel's rows past K: zero filters, zero products)
+            rows = np.concatenate([rows, np.zeros(((p1 - p0) * mr - len(rows), c, 9), w.dtype)])
+        block = rows.reshape(p1 - p0, mr, c, 9).transpose(0, 2, 1, 3).reshape(-1, 9).astype(np.float64)
+        out[:, p0:p1] = (kron @ block.T).reshape(len(kron), p1 - p0, c, mr)
+    return out.reshape(-1)
+
+
+# Filter values a product of transform_filters covers (its float64 copy and products stay in cache).
+TRANSFORM_CHUNK = 1 << 14
 
 
 def _literal(v: F) -> str:

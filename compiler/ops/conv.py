@@ -533,8 +533,7 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     # row's last tile are computed and dropped): the last channel's reach, zeros after its planes
     reach = (blocks - 1) * rows * pp.QW + nbl + max(pp.taps)
     planes = max(c * pp.floats, (c - 1) * pp.floats + reach)
-    u = _winograd.transform_filters(np.asarray(w.value, np.float32), wg)
-    packed = k.constant("W_winograd", np.concatenate([_gemm.pack_rows(p, mr) for p in u]))
+    packed = k.constant("W_winograd", _winograd.transform_filters(np.asarray(w.value, np.float32), wg, mr))
     has_bias = k.has_input(2)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
