@@ -602,3 +602,44 @@ def test_the_optimized_model_file_writes_the_nan_fill_as_standard_ops(tmp_path):
     feeds = attention_feeds(model, {})
     feeds["m"][0] = -np.inf
     np.testing.assert_allclose(_ort(saved, feeds)[0], sess.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def _written_out_hard_swish(kind: str) -> onnx.ModelProto:
+    """Conv -> HardSwish as exporters without the op write it."""
+    v = "c"
+    acts = {
+        "paddle": [helper.make_node("Add", [v, "three"], ["a"]), helper.make_node("Clip", ["a", "zero", "six"], ["k"]),
+                   helper.make_node("Mul", [v, "k"], ["m"]), helper.make_node("Div", ["m", "six"], ["y"])],
+        "divided_first": [helper.make_node("Add", ["three", v], ["a"]),
+                          helper.make_node("Clip", ["a", "zero", "six"], ["k"]),
+                          helper.make_node("Mul", ["k", "sixth"], ["d"]), helper.make_node("Mul", ["d", v], ["y"])],
+        "hard_sigmoid": [helper.make_node("HardSigmoid", [v], ["s"], alpha=1 / 6, beta=0.5),
+                         helper.make_node("Mul", [v, "s"], ["y"])],
+        "divided_by_3": [helper.make_node("Add", [v, "three"], ["a"]), helper.make_node("Clip", ["a", "zero", "six"], ["k"]),
+                         helper.make_node("Mul", [v, "k"], ["m"]), helper.make_node("Div", ["m", "three"], ["y"])],
+        "clipped_at_5": [helper.make_node("Add", [v, "three"], ["a"]), helper.make_node("Clip", ["a", "zero", "three"], ["k"]),
+                         helper.make_node("Mul", [v, "k"], ["m"]), helper.make_node("Div", ["m", "six"], ["y"])],
+    }[kind]
+    consts = [numpy_helper.from_array(np.array(value, np.float32), name)
+              for name, value in (("three", 3.0), ("zero", 0.0), ("six", 6.0), ("sixth", 1 / 6))]
+    used = {i for n in acts for i in n.input}
+    return make_model([helper.make_node("Conv", ["x", "w", "b"], [v], pads=[1, 1, 1, 1])] + acts,
+                      [("x", T.FLOAT, [1, 4, 9, 9])], [("y", T.FLOAT, [1, 8, 9, 9])],
+                      [_init("w", 8, 4, 3, 3), _init("b", 8)] + [c for c in consts if c.name in used], opset=17)
+
+
+@pytest.mark.parametrize("kind, fused", [("paddle", True), ("divided_first", True), ("hard_sigmoid", True),
+                                         ("divided_by_3", False), ("clipped_at_5", False)])
+def test_hard_swish_written_out_is_the_conv_epilogue(kind, fused):
+    """x * Clip(x + 3, 0, 6) / 6 (PaddlePaddle's export: PP-OCR, PP-LCNet) and x * HardSigmoid(x)
+    (tf2onnx) are HardSwish: the conv's epilogue computes it; other constants are not."""
+    model = _written_out_hard_swish(kind)
+    g = graph_of(model)
+    fuse_conv_epilogue(g)
+    verify(g)
+    if fused:
+        assert [(n.op_type, n.attrs["activation"]) for n in g.nodes] == [("FusedConv", "HardSwish")]
+    else:
+        assert [n.op_type for n in g.nodes] == [n.op_type for n in model.graph.node]
+    feed = {"x": (RNG.standard_normal((1, 4, 9, 9)) * 3).astype(np.float32)}
+    np.testing.assert_allclose(run_onnxc(model, feed)[0], run_ort(model, feed)[0], rtol=1e-5, atol=1e-5)

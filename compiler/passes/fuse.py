@@ -324,16 +324,85 @@ def _activation(graph: Graph, v: Value, consumers: dict[Value, list[Node]],
         if found is None or node.inputs[0] is not v or node.outputs[0].dtype is not dt.FLOAT:
             return None
         return found[0], found[1], [node]
-    if len(readers) == 2:  # SiLU: Mul(v, Sigmoid(v))
-        sigmoid = next((n for n in readers if n.op_type == "Sigmoid" and not n.domain), None)
-        mul = next((n for n in readers if n.op_type == "Mul" and not n.domain), None)
-        if sigmoid is None or mul is None or len(mul.inputs) != 2:
-            return None
-        s = sigmoid.outputs[0]
-        if _sole_reader(s, consumers, outputs) is not mul or set(mul.inputs) != {v, s}:
-            return None
-        return "Swish", (), [sigmoid, mul]
+    if len(readers) == 2:
+        swish = _swish(v, readers, consumers, outputs)
+        return swish if swish is not None else _hard_swish(v, readers, consumers, outputs)
     return None
+
+
+def _swish(v: Value, readers: list[Node], consumers: dict[Value, list[Node]],
+           outputs: set[Value]) -> Optional[tuple[str, tuple[float, ...], list[Node]]]:
+    """SiLU: Mul(v, Sigmoid(v))."""
+    sigmoid = next((n for n in readers if n.op_type == "Sigmoid" and not n.domain), None)
+    mul = next((n for n in readers if n.op_type == "Mul" and not n.domain), None)
+    if sigmoid is None or mul is None or len(mul.inputs) != 2:
+        return None
+    s = sigmoid.outputs[0]
+    if _sole_reader(s, consumers, outputs) is not mul or set(mul.inputs) != {v, s}:
+        return None
+    return "Swish", (), [sigmoid, mul]
+
+
+def _hard_swish(v: Value, readers: list[Node], consumers: dict[Value, list[Node]],
+                outputs: set[Value]) -> Optional[tuple[str, tuple[float, ...], list[Node]]]:
+    """HardSwish written out, as exporters without the op do: v * HardSigmoid(v) (tf2onnx), or
+    v * Clip(v + 3, 0, 6) / 6 (PaddlePaddle; the division by 6, or the multiplication by 1/6,
+    before or after the product). The epilogue computes v * max(0, min(1, alpha v + beta))."""
+    def standard(n: Optional[Node], *ops: str) -> bool:
+        return n is not None and not n.domain and n.op_type in ops and n.outputs[0].dtype is dt.FLOAT
+
+    def other(n: Node, x: Value) -> Optional[Value]:   # (the binary node's operand beside x)
+        if len(n.inputs) != 2 or x not in n.inputs or n.inputs[0] is n.inputs[1]:
+            return None
+        return n.inputs[1] if n.inputs[0] is x else n.inputs[0]
+
+    def next_of(n: Node) -> Optional[Node]:
+        return _sole_reader(n.outputs[0], consumers, outputs)
+
+    def sixth(n: Optional[Node], x: Value) -> bool:   # x / 6 or x * (1/6)
+        if not standard(n, "Div", "Mul") or (n.op_type == "Div" and n.inputs[0] is not x):
+            return False
+        c = other(n, x)
+        k = _float_scalar(c) if c is not None else None
+        return k is not None and (k == 6.0 if n.op_type == "Div" else abs(k - 1 / 6) < 1e-7)
+
+    mul = next((n for n in readers if standard(n, "Mul")), None)
+    first = next((n for n in readers if n is not mul), None)
+    if mul is None or first is None or other(mul, v) is None:
+        return None
+    if standard(first, "HardSigmoid") and first.inputs[0] is v and other(mul, v) is first.outputs[0] \
+            and next_of(first) is mul and mul.outputs[0].shape == v.shape:
+        return "HardSwish", (float(first.attrs.get("alpha", 0.2)), float(first.attrs.get("beta", 0.5))), [first, mul]
+    three = other(first, v) if standard(first, "Add") else None
+    if three is None or _float_scalar(three) != 3.0:
+        return None
+    clip = next_of(first)
+    if not standard(clip, "Clip") or clip.inputs[0] is not first.outputs[0]:
+        return None
+    bounds = _fused.activation_of(clip, lambda i: clip.input(i).const if clip.input(i) is not None else None)
+    if bounds is None or bounds[1] != (0.0, 6.0):
+        return None
+    nodes = [first, clip]
+    after = next_of(clip)
+    if after is not mul:   # (divided before the product)
+        if not sixth(after, clip.outputs[0]) or next_of(after) is not mul:
+            return None
+        nodes.append(after)
+        product = other(mul, v)
+        if product is not after.outputs[0]:
+            return None
+        nodes.append(mul)
+    else:
+        if other(mul, v) is not clip.outputs[0]:
+            return None
+        nodes.append(mul)
+        after = next_of(mul)
+        if not sixth(after, mul.outputs[0]):
+            return None
+        nodes.append(after)
+    if nodes[-1].outputs[0].shape != v.shape:
+        return None
+    return "HardSwish", (1 / 6, 0.5), nodes
 
 
 def fuse_elementwise(graph: Graph) -> None:
