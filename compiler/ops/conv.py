@@ -315,7 +315,13 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
         return None
     in_dims, out_dims = list(x.dims[2:]), list(y.dims[2:])
     positions = int(np.prod(out_dims, dtype=np.int64))
-    if positions * 2 > k.target.gemm_nr or (positions == 1 and all(v == 1 for v in win.kernel)):
+    # Where W times im2col would leave a fifth of its columns padding (49 positions: 64), and
+    # the patches cost no more than im2col would (not a 1x1 kernel, which reads X as it is);
+    # any map of under half a tile's width
+    padded = -(-positions // k.target.gemm_nr) * k.target.gemm_nr
+    wasteful = positions <= SMALL_MAP_ROWS and (padded - positions) * 5 >= padded \
+        and any(v != 1 for v in win.kernel)
+    if (positions * 2 > k.target.gemm_nr and not wasteful) or (positions == 1 and all(v == 1 for v in win.kernel)):
         return None
     n, c, m = x.dims[0], x.dims[1], w.dims[0]
     taps = int(np.prod(win.kernel, dtype=np.int64))

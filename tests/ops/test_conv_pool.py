@@ -305,11 +305,14 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered, split):
     ([50, 16, 7, 7], [40, 16, 3, 3], {"strides": [4, 4], "pads": [1, 1, 1, 1]}),   # 2x2 maps, blocks of 24 images
     ([3, 8, 5, 4, 4], [12, 8, 3, 2, 2], {"strides": [2, 2, 2], "pads": [1, 0, 1, 0, 0, 0]}),  # 3-D
     ([5, 6, 3, 3], [9, 6, 3, 3], {"auto_pad": "VALID"}),                   # one position of a 3x3 kernel
+    ([2, 24, 7, 7], [40, 24, 5, 5], {"pads": [2, 2, 2, 2]}),               # 49 positions: im2col's GEMM computes 64
+    ([3, 16, 6, 6], [20, 16, 2, 2], {}),                                   # 25 positions of 32
 ])
 def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape, w_shape, attrs):
-    """A map of fewer positions than half a GEMM tile's width: the images' positions become the
-    GEMM's rows and the output channels its columns (Y^T = patches W^T), blocks of images at a
-    time, written back to Y's layout; the fused residual and activation land where they belong."""
+    """A map of fewer positions than half a GEMM tile's width, or of so many that a fifth of W
+    times im2col's columns would be padding: the images' positions become the GEMM's rows and
+    the output channels its columns (Y^T = patches W^T), blocks of images at a time, written
+    back to Y's layout; the fused residual and activation land where they belong."""
     w = randn(w_shape) * 0.3
     rank = len(w_shape) - 2
     batch = 32 if x_shape[0] == "batch" else x_shape[0]
