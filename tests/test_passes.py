@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto as T
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import onnxc
 from helpers import make_model
@@ -292,3 +293,27 @@ def test_a_large_transpose_of_a_constant_is_folded_only_where_products_pack_it(m
         g = graph_of([nodes[0], reader], [("z", T.FLOAT, [10, 2])], [("y", T.FLOAT, [6, 2] if reader.op_type == "MatMul" else shape)], [emb])
         fold_constants(g)
         assert [n.op_type for n in g.nodes] == ["Transpose", reader.op_type]
+
+
+@pytest.mark.parametrize("opset, axes, keepdims, pooled", [
+    (18, [2, 3], 1, True), (18, [-1, -2], 1, True), (13, [2, 3], 1, True), (18, [2, 3], 0, False),
+    (18, [1, 2, 3], 1, False), (18, [3], 1, False)])
+def test_reduce_mean_over_the_spatial_axes_is_global_average_pool(opset, axes, keepdims, pooled):
+    """The dynamo exporter's squeeze-and-excitation: ReduceMean over every axis past the second,
+    dims kept, becomes GlobalAveragePool (others stay) and gives onnxruntime's result."""
+    from onnxc.compiler.passes.simplify import global_pool_from_reduce_mean
+    from helpers import run_onnxc, run_ort
+    if opset >= 18:
+        node = helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=keepdims)
+        inits = [numpy_helper.from_array(np.array(axes, np.int64), "axes")]
+    else:
+        node, inits = helper.make_node("ReduceMean", ["x"], ["y"], axes=axes, keepdims=keepdims), []
+    rank = 4 if keepdims else 4 - len(axes)
+    model = make_model([node], [("x", T.FLOAT, [2, 5, 6, 7])], [("y", T.FLOAT, [None] * rank)], inits, opset=opset)
+    g = build_graph(model)
+    infer_shapes(g)
+    global_pool_from_reduce_mean(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == (["GlobalAveragePool"] if pooled else ["ReduceMean"])
+    feed = {"x": np.random.default_rng(1).standard_normal((2, 5, 6, 7)).astype(np.float32)}
+    np.testing.assert_allclose(run_onnxc(model, feed)[0], run_ort(model, feed)[0], rtol=1e-5, atol=1e-6)

@@ -9,7 +9,8 @@ from .fuse import (fold_batch_norm, fuse_attention, fuse_conv_epilogue, fuse_ele
 from .infer import fold_constants, infer_shapes
 from .quantized import fuse_qdq
 from .padding import split_padding_regions, trim_padding_taps
-from .simplify import eliminate_common_subexpressions, eliminate_dead_code, remove_identity_like
+from .simplify import (eliminate_common_subexpressions, eliminate_dead_code, global_pool_from_reduce_mean,
+                       remove_identity_like)
 from .verify import verify
 
 Pass = Callable[[Graph], None]
@@ -22,6 +23,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("fuse_qdq", fuse_qdq, 2),              # before folding turns DequantizeLinear of weights to float
     ("fold_constants", fold_constants, 1),
     ("remove_identity_like", remove_identity_like, 1),
+    ("global_pool_from_reduce_mean", global_pool_from_reduce_mean, 1),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions, 1),
     ("fold_batch_norm", fold_batch_norm, 1),
     ("scale_shift_batch_norm", scale_shift_batch_norm, 1),
