@@ -126,41 +126,64 @@ def _library_maps(folder: str) -> int:
         return sum(folder in line for line in f)
 
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+_SESSIONS_SCRIPT = """
+import gc, json, os, sys
+import numpy as np, onnxc
+
+def rss():
+    gc.collect()
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+def maps(folder):
+    with open("/proc/self/maps") as f:
+        return sum(folder in line for line in f)
+
+def state():
+    return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task")), rss()
+
+data, sessions = open(sys.argv[1], "rb").read(), int(sys.argv[2])
+x = {"x": np.random.default_rng(1).standard_normal((4, 16)).astype(np.float32)}
+sess = onnxc.InferenceSession(data)
+folder = sess.artifact_dir
+mapped = maps(folder)
+sess.run(None, x)
+del sess
+before = state()
+unmapped = maps(folder)
+for _ in range(sessions):
+    sess = onnxc.InferenceSession(data)
+    y, positive = sess.run(None, x)
+    del sess, y, positive
+after = state()
+print(json.dumps({"mapped": mapped, "unmapped": unmapped, "before": before, "after": after, "maps": maps(folder)}))
+"""
 
 
-def _threads() -> int:
-    return len(os.listdir("/proc/self/task"))
-
-
-def test_five_hundred_sessions_created_and_destroyed_leak_nothing(capsys):
+def test_five_hundred_sessions_created_and_destroyed_leak_nothing(capsys, tmp_path):
     """Each session maps the cached artifact's library and weights and makes contexts; when
     it goes, all of it goes: no file descriptors, no mapping of the artifact's files (the
-    library is dlclosed), no threads and no resident memory left behind."""
-    data = mlp(4).SerializeToString()
-    x = feeds(1, [4])[0]
-    sess = onnxc.InferenceSession(data)   # compiles once; every later session loads from the cache
-    folder = sess.artifact_dir
-    assert _library_maps(folder) > 0
-    sess.run(None, x)
-    del sess
-    before = (_open_fds(), _threads(), settled_rss())
-    assert _library_maps(folder) == 0, "the library stays mapped after its session is gone"
-    for _ in range(SESSIONS):
-        sess = onnxc.InferenceSession(data)
-        y, positive = sess.run(None, x)
-        del sess, y, positive
-    fds, threads, memory = _open_fds(), _threads(), settled_rss()
-    maps = _library_maps(folder)
+    library is dlclosed), no threads and no resident memory left behind. In a process of its
+    own: a pytest worker that has run thousands of tests moves its resident size by megabytes
+    for reasons not the sessions'."""
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(mlp(4).SerializeToString())
+    onnxc.InferenceSession(path.read_bytes())   # (compiled here; the child loads it from the cache)
+    proc = subprocess.run([sys.executable, "-c", _SESSIONS_SCRIPT, str(path), str(SESSIONS)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    (fds0, threads0, rss0), (fds, threads, memory) = got["before"], got["after"]
     with capsys.disabled():
-        print(f"\n[soak] {SESSIONS} sessions created and destroyed: open fds {before[0]} -> {fds}, threads "
-              f"{before[1]} -> {threads}, maps of the artifact {maps}, RSS grew "
-              f"{(memory - before[2]) / 2**10:.0f} KiB (bound {RSS_BOUND >> 10} KiB)")
-    assert maps == 0, f"{maps} mappings of {folder} remain"
-    assert fds <= before[0], f"open file descriptors {before[0]} -> {fds}"
-    assert threads <= before[1], f"threads {before[1]} -> {threads}"
-    assert memory - before[2] < RSS_BOUND, f"resident memory grew {memory - before[2]} bytes"
+        print(f"\n[soak] {SESSIONS} sessions created and destroyed: open fds {fds0} -> {fds}, threads "
+              f"{threads0} -> {threads}, maps of the artifact {got['maps']}, RSS grew "
+              f"{(memory - rss0) / 2**10:.0f} KiB (bound {RSS_BOUND >> 10} KiB)")
+    assert got["mapped"] > 0
+    assert got["unmapped"] == 0, "the library stays mapped after its session is gone"
+    assert got["maps"] == 0, f"{got['maps']} mappings of the artifact remain"
+    assert fds <= fds0, f"open file descriptors {fds0} -> {fds}"
+    assert threads <= threads0, f"threads {threads0} -> {threads}"
+    assert memory - rss0 < RSS_BOUND, f"resident memory grew {memory - rss0} bytes"
 
 
 def test_outputs_outliving_their_session_stay_valid_and_free_after_it():
