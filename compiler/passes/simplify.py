@@ -10,7 +10,8 @@ import onnx
 
 from .. import dtypes as dt
 from ..ir import Graph, Node, Value, reads
-from ..ops.registry import lookup
+from ..ops import _reduce
+from ..ops.registry import InferContext, lookup
 
 # Ops whose every run gives new values: two such nodes are never the same computation.
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -113,15 +114,8 @@ def global_pool_from_reduce_mean(graph: Graph) -> None:
         x = node.inputs[0]
         if x.dtype is not dt.FLOAT or x.shape is None or len(x.shape) < 3 or not node.attrs.get("keepdims", 1):
             continue
-        if node.opset >= 18:
-            given = node.input(1)
-            if given is None or given.const is None:
-                continue
-            axes = [int(a) for a in np.asarray(given.const).reshape(-1)]
-        else:
-            axes = [int(a) for a in node.attrs.get("axes", ())]
         rank = len(x.shape)
-        if sorted(a + rank if a < 0 else a for a in axes) != list(range(2, rank)):
+        if _reduce.node_axes(node, InferContext(node, graph.dims), rank).axes != list(range(2, rank)):
             continue
         opset = graph.opsets.get("", node.opset)
         pool = Node("GlobalAveragePool", "", node.name, [x], list(node.outputs), {}, opset=opset,
