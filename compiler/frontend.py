@@ -19,7 +19,7 @@ import onnx
 import onnx.inliner
 from onnx import external_data_helper, numpy_helper
 
-from . import dtypes as dt
+from . import dtypes as dt, mapped
 from .dims import check_size
 from .errors import ModelError, ModelNotFound, ModelParseError, UnsupportedError
 from .ir import Graph, ModelMeta, Node, Value
@@ -38,9 +38,11 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
     """Load and check a model; external data is resolved next to a model file, never outside its folder."""
     folder = None
     serialized: Optional[bytes] = None   # the model's bytes as given, which the checker can take as they are
+    marked = False   # whether tensors marked as mapped are onnxc's marks (not a file's claim to be)
     try:
         if isinstance(source, onnx.ModelProto):
             model = source
+            marked = True   # (a model this function loaded, given again; mapped.array checks each mark)
         elif isinstance(source, (bytes, bytearray, memoryview)):
             serialized = bytes(source)
             model = onnx.load_model_from_string(serialized)
@@ -48,11 +50,15 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
             path = os.fspath(source)
             if not os.path.isfile(path):
                 raise ModelNotFound(f"model file not found: {path}")
-            with open(path, "rb") as f:
-                serialized = f.read()
-            model = onnx.load_model_from_string(serialized)
+            # (big initializers stay in the file, mapped: compiler/mapped.py)
+            model = mapped.load(os.path.abspath(path))
+            marked = model is not None
+            if model is None:
+                with open(path, "rb") as f:
+                    serialized = f.read()
+                model = onnx.load_model_from_string(serialized)
             folder = os.path.dirname(os.path.abspath(path))
-        if _check_external_data(model, folder):
+        if _check_external_data(model, folder, marked):
             external_data_helper.load_external_data_for_model(model, folder)
             serialized = None
     except ModelError:
@@ -124,8 +130,8 @@ def _as_checker_sees_it(model: onnx.ModelProto) -> onnx.ModelProto:
     domain of their own so that the checker, which does not know them, treats them as custom ops."""
     ort_ops = any(n.op_type in ONNXRUNTIME_AI_ONNX_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
     big = {i for i, t in enumerate(model.graph.initializer)   # (by elements: protobuf's ByteSize encodes)
-           if t.HasField("raw_data") and CHECKER_STAND_IN_ELEMENTS <= math.prod(t.dims) < 1 << 31
-           and min(t.dims) >= 0}   # (shapes no data fits, the checker refuses as before)
+           if mapped.is_mapped(t) or (t.HasField("raw_data") and CHECKER_STAND_IN_ELEMENTS <= math.prod(t.dims) < 1 << 31
+                                      and min(t.dims) >= 0)}   # (shapes no data fits, the checker refuses as before)
     if not ort_ops and not big:
         return model
     copy = onnx.ModelProto()
@@ -157,13 +163,15 @@ def _copy_fields(source: Message, target: Message, skip: str) -> None:
             setattr(target, field.name, value)
 
 
-def _check_external_data(model: onnx.ModelProto, folder: Optional[str]) -> bool:
+def _check_external_data(model: onnx.ModelProto, folder: Optional[str], marked: bool) -> bool:
     """Every external data file is a regular file inside ``folder`` (links resolved) that holds
     the bytes the tensor names: a model cannot make onnxc read other files. Returns whether any
-    tensor has external data."""
+    tensor has external data. Where ``marked``, tensors marked as mapped are onnxc's own
+    (compiler/mapped.py, which checks their file and bytes as it reads them); in a model's
+    own file they are external data like any other."""
     found = False
     for tensor in _all_tensors(model.graph):
-        if not external_data_helper.uses_external_data(tensor):
+        if not external_data_helper.uses_external_data(tensor) or (marked and mapped.is_mapped(tensor)):
             continue
         found = True
         info = external_data_helper.ExternalDataInfo(tensor)
@@ -408,14 +416,20 @@ def _add_initializers(graph: Graph, g: onnx.GraphProto, by_name) -> None:
     for init in g.initializer:
         dtype = dt.from_onnx(init.data_type)
         check_size(tuple(init.dims), dtype.itemsize, f"initializer {init.name!r}")
-        try:
-            array = numpy_helper.to_array(init)
-        except Exception as e:
-            raise ModelError(f"initializer {init.name!r} cannot be read: {e}") from e
+        array = _initializer_array(init)
         v = graph.new_value(init.name, dtype, tuple(array.shape), np.asarray(array, order="C"))
         by_name[init.name] = v
     if g.sparse_initializer:
         raise UnsupportedError("sparse initializers are not supported")
+
+
+def _initializer_array(init: onnx.TensorProto) -> np.ndarray:
+    if mapped.is_mapped(init):
+        return mapped.array(init)
+    try:
+        return numpy_helper.to_array(init)
+    except Exception as e:
+        raise ModelError(f"initializer {init.name!r} cannot be read: {e}") from e
 
 
 def _add_nodes(graph: Graph, g: onnx.GraphProto, by_name) -> None:
@@ -519,7 +533,7 @@ def replace_initializers(model: onnx.ModelProto, values: dict) -> onnx.ModelProt
     for i, init in enumerate(fixed.graph.initializer):
         if init.name in values:
             array = np.asarray(values[init.name])
-            old = numpy_helper.to_array(init)
+            old = _initializer_array(init)
             if array.dtype != old.dtype or array.shape != old.shape:
                 raise ModelError(f"initializer {init.name!r} is {old.dtype}{list(old.shape)}; the value given "
                                  f"is {array.dtype}{list(array.shape)}")

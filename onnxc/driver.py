@@ -21,13 +21,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+import xxhash
+
 from . import __version__
 from .codegen import embedded as embedded_package
 from .codegen.c_emitter import CEmitter, CModel, EmitOptions, gemm_helper_unit
 from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, CudaToolchain, HelperObject, Toolchain
-from .compiler import frontend
+from .compiler import frontend, mapped
 from .compiler.errors import CompileError, InvalidArgument, RankKnownAtRunTime, UnsupportedError
 from .compiler.ir import Graph
 from .compiler.ops import registry
@@ -485,7 +487,7 @@ def _build(source: Any, graph: Graph, emitted: CModel, output_dir: Any, options:
     toolchain.build_shared([os.path.join(output_dir, name) for name in sources], lib_tmp,
                            jobs=usable_cores(), on_unit=unit_built, libraries=emitted.libraries, helpers=helpers,
                            graph_unit=os.path.join(output_dir, emitted.graph_unit) if emitted.graph_unit else None)
-    weights_sha256 = writer.finish()
+    weights_checksum = writer.finish()
     stages.done("link")
     os.replace(lib_tmp, os.path.join(output_dir, LIBRARY))
     manifest = {
@@ -494,7 +496,7 @@ def _build(source: Any, graph: Graph, emitted: CModel, output_dir: Any, options:
         "prefix": emitted.prefix,
         "library": LIBRARY,
         "weights": WEIGHTS,
-        "weights_sha256": weights_sha256,
+        "weights_xxh3_128": weights_checksum,
         "library_sha256": cache.sha256_file(os.path.join(output_dir, LIBRARY)),
         "arena_bytes": emitted.arena_bytes,
         "inputs": emitted.inputs,
@@ -512,7 +514,7 @@ def _build(source: Any, graph: Graph, emitted: CModel, output_dir: Any, options:
         "source": os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else None,
     }
     if cuda:
-        held = _load(source, options).SerializeToString()
+        held = mapped.with_data(_load(source, options)).SerializeToString()
         _write_atomic(os.path.join(output_dir, HELD_MODEL), held)
         manifest.update(model=HELD_MODEL, model_file_sha256=hashlib.sha256(held).hexdigest())
     manifest.update(emitted.extra)   # profile_nodes in profiling builds
@@ -527,7 +529,7 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
     """The artifact of a model some of whose ranks are known only at run time: the model itself,
     which the runtime compiles once per input signature (runtime/specialise.py)."""
     os.makedirs(output_dir, exist_ok=True)
-    data = model.SerializeToString()
+    data = mapped.with_data(model).SerializeToString()
     _write_atomic(os.path.join(output_dir, SPECIALISED_MODEL), data)
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -535,7 +537,7 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
         "specialise": reason,
         "library": None,
         "weights": SPECIALISED_MODEL,    # (checked like weights: a changed model is a damaged artifact)
-        "weights_sha256": hashlib.sha256(data).hexdigest(),
+        "weights_xxh3_128": xxhash.xxh3_128_hexdigest(data),
         "inputs": frontend.input_info(model),
         "outputs": frontend.output_info(model, options.outputs),
         "meta": dataclasses.asdict(frontend.build_graph(model).meta),
@@ -548,7 +550,7 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
 
 class _WeightsWriter:
     """Writes the weights file at ``path`` from the pieces code generation hands to ``add`` (in
-    order, views of the constants), on a thread of its own, and takes its SHA-256. ``finish``
+    order, views of the constants), on a thread of its own, and takes its checksum (XXH3, 128 bits). ``finish``
     puts the file in place and returns the hash; ``abort`` (after a failure) removes what was
     written."""
 
@@ -556,7 +558,7 @@ class _WeightsWriter:
         self.path = path
         fd, self.tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
         self.file = os.fdopen(fd, "wb")
-        self.hash = hashlib.sha256()
+        self.hash = xxhash.xxh3_128()   # (runtime/cache.py: xxh3_file)
         self.error: Optional[BaseException] = None
         self.pieces: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._write, name="onnxc-weights", daemon=True)

@@ -21,7 +21,8 @@ from helpers import run_onnxc
 from onnxc.codegen.toolchain import Toolchain
 from onnxc.driver import CompileOptions, generate_source
 from test_fusion import EPILOGUE_ACTIVATIONS, every_epilogue_model
-from test_gemm_tails import column_tails_feeds, column_tails_model, row_tails_feeds, row_tails_model
+from test_gemm_tails import (column_tails_feeds, column_tails_model, linear_feeds, linear_model, row_tails_feeds,
+                             row_tails_model)
 from test_embedded import (assert_outputs, blocked_model, cnn_model, make, mlp_model, package, parse_outputs, run_demo,
                            write_inputs)
 from tools import ensure_tools
@@ -106,10 +107,12 @@ def _models() -> dict[str, tuple]:
         "tails": (column_tails_model(), column_tails_feeds()),
         # every remainder of the 12-row panel, the epilogue after the last rows' tiles
         "row_tails": (row_tails_model(), row_tails_feeds()),
+        # a Linear layer's weights as they are: NEON dot products of contiguous columns (vaddvq_f32)
+        "linear": (linear_model(), linear_feeds()),
     }
 
 
-@pytest.mark.parametrize("name", ["mlp", "kws", "blocked", "epilogues", "tails", "row_tails"])
+@pytest.mark.parametrize("name", ["mlp", "kws", "blocked", "epilogues", "tails", "row_tails", "linear"])
 def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, monkeypatch, name):
     model, feeds = _models()[name]
     host = run_onnxc(model, feeds)   # (this machine's build, before CC names the cross compiler)

@@ -13,6 +13,7 @@ import textwrap
 
 import numpy as np
 import onnx
+import xxhash
 import pytest
 from onnx import TensorProto as T
 from onnx import helper
@@ -144,6 +145,22 @@ def test_weights_changed_after_a_verified_load_are_caught(tmp_path):
         onnxc.InferenceSession(str(folder))
 
 
+def test_an_artifact_of_an_earlier_onnxc_with_a_sha256_of_its_weights_is_still_checked(tmp_path):
+    """Artifacts built before the weights' checksum became XXH3 name a SHA-256 of them: they load
+    when it matches and are damaged when it does not."""
+    folder = tmp_path / "build"
+    onnxc.compile_model(add_weights_model(), folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["weights_xxh3_128"]
+    manifest["weights_sha256"] = hashlib.sha256((folder / "weights.bin").read_bytes()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    x = np.ones(256, np.float32)
+    np.testing.assert_array_equal(onnxc.InferenceSession(str(folder)).run(None, {"x": x})[0], x + WEIGHTS)
+    flip_middle_byte(str(folder / "weights.bin"))
+    with pytest.raises(onnxc.ModelError, match="weights.bin does not match"):
+        onnxc.InferenceSession(str(folder))
+
+
 def test_a_folder_without_a_manifest_is_not_an_artifact(tmp_path):
     with pytest.raises(onnxc.ModelError, match="not an onnxc artifact"):
         onnxc.InferenceSession(str(tmp_path))
@@ -241,7 +258,7 @@ def test_the_weights_written_beside_the_c_compile_are_checked_and_a_failure_to_w
     driver.compile_model(add_weights_model(), tmp_path / "ok", driver.CompileOptions())
     manifest = json.loads((tmp_path / "ok" / "manifest.json").read_text())
     weights = (tmp_path / "ok" / "weights.bin").read_bytes()
-    assert manifest["weights_sha256"] == hashlib.sha256(weights).hexdigest()
+    assert manifest["weights_xxh3_128"] == xxhash.xxh3_128_hexdigest(weights)
     assert np.array_equal(np.frombuffer(weights, np.float32), WEIGHTS)
 
     class FullDisk:

@@ -16,8 +16,9 @@ import onnxc
 from conformance.cases import all_cases, expected_failures, run_case
 from helpers import run_ort
 from models import light_model_path, with_random_weights
-from test_gemm_tails import (assert_column_tails, assert_row_tails, column_tails_expected, column_tails_feeds,
-                             column_tails_model, row_tails_feeds, row_tails_model)
+from test_gemm_tails import (assert_column_tails, assert_linear, assert_row_tails, column_tails_expected,
+                             column_tails_feeds, column_tails_model, linear_expected, linear_feeds, linear_model,
+                             row_tails_feeds, row_tails_model)
 from onnxc.codegen import toolchain as tc
 from onnxc.runtime import cpu
 from tools import is_x86_64
@@ -126,6 +127,16 @@ def test_gemm_row_tails(isa, tmp_path):
     sess = _built_for(isa, model, tmp_path)
     if sess is not None:
         assert_row_tails(model, feeds, sess.run(None, feeds), isa)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_linear_weights_as_they_are(isa, tmp_path):
+    """Each family's dot products of a row with contiguous columns (onnxc_sgemm_few_rows, its
+    lanes summed by onnxc_vsum), four columns at a time and the last ones, every tail of k."""
+    model, feeds = linear_model(), linear_feeds()
+    sess = _built_for(isa, model, tmp_path)
+    if sess is not None:
+        assert_linear(sess.run(None, feeds), linear_expected(model, feeds))
 
 
 def small_model() -> onnx.ModelProto:

@@ -97,7 +97,7 @@ class Gemm(OpDef):
             else:
                 return None
         packed = None
-        if k.target.prepack and b.value is not None:
+        if k.target.prepack and b.value is not None and not _weights_as_they_are(node, k):
             matrix = np.asarray(b.value, np.float32)
             packed = k.constant("B_packed", _gemm.pack_cols(matrix.T if node.attrs.get("transB", 0) else matrix,
                                                             k.target.gemm_nr))
@@ -114,6 +114,22 @@ class Gemm(OpDef):
         if g.ctype != c.compute:
             value = f"({g.ctype}){value}"
         return f"{expr} + {value}" if beta == 1 else f"{expr} + {_literal(beta, g)} * {value}"
+
+
+# A Linear layer's weights (B transposed) of at least this many bytes, against fewer rows than
+# _gemm.FEW_ROWS known when compiling, are read as they are rather than packed: the product
+# streams them from memory either way, and onnxc_sgemm_few_rows's dot products of contiguous
+# columns run as fast as the packed panels there (VGG-19's 4096 x 25088 classifier at 1 and 2
+# threads: 0.79 of the packed time; 2048 x 1000 and 4096 x 4096: 0.96-1.01), while packing VGG's
+# 500 MB takes a compile 1.5 s and as much memory again. Smaller weights stay in cache between
+# runs, where the packed panels are faster at 2 threads (768 x 768: 0.012 ms, as they are 0.020).
+AS_IS_BYTES = 4 << 20
+
+
+def _weights_as_they_are(node: Node, k: KernelContext) -> bool:
+    rows = k.out.dims[0]
+    return bool(node.attrs.get("transB", 0)) and not node.attrs.get("transA", 0) and isinstance(rows, int) \
+        and rows < _gemm.FEW_ROWS and k.input(1).value.nbytes >= AS_IS_BYTES and k.target.precision == "fp32"
 
 
 def gemm_dims(node: Node, a: TensorRef, b: TensorRef, y: TensorRef) -> tuple[CExpr, CExpr, CExpr, list]:

@@ -293,3 +293,17 @@ def test_det_singular_and_symbolic_batch():
     assert y.shape == (1,)
     ref = ReferenceEvaluator(model).run(None, {"X": x[:1]})[0]
     np.testing.assert_allclose(y, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rows, threads", [(1, 1), (1, 2), (3, 1), (3, 2), (4, 2)])
+def test_a_linear_layers_big_weights_against_few_rows_are_read_as_they_are(rows, threads):
+    """Weights of a Linear layer (Gemm transB=1) of 4 MiB or more against fewer than 4 rows known
+    when compiling are not packed (the product streams them either way); with 4 rows they are."""
+    from onnxc.driver import generate_source
+    from test_gemm_tails import assert_linear, linear_expected, linear_feeds, linear_model
+    model, feeds = linear_model(rows), linear_feeds(rows)
+    assert ("w_Gemm_B_packed" in generate_source(model).source) == (rows >= 4)
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    assert_linear(onnxc.InferenceSession(model.SerializeToString(), so).run(None, feeds),
+                  linear_expected(model, feeds))
