@@ -45,7 +45,8 @@ class Weights:
     """The weights file as constants are placed in it: each constant's bytes (a view of its
     array, not a copy: a language model's weights are hundreds of megabytes) at an offset
     aligned to WEIGHT_ALIGN, zeros between. ``sink``, where given, is handed every piece as it
-    is placed, in order (the driver writes the file while the rest of the model is generated)."""
+    is placed, in order (the driver writes the file while the rest of the model is generated),
+    and then the pieces are the sink's only."""
 
     def __init__(self, sink: Optional[Callable[[memoryview], None]] = None) -> None:
         self.pieces: list[memoryview] = []
@@ -62,15 +63,20 @@ class Weights:
         return offset
 
     def _add(self, piece: memoryview) -> None:
-        self.pieces.append(piece)
         self.size += piece.nbytes
         if self.sink is not None:
+            # (held by the sink until written, and not here: the constants code generation
+            # derives, packed weights and Winograd's filters, are freed as they are written)
             self.sink(piece)
+        else:
+            self.pieces.append(piece)
 
     def __len__(self) -> int:
         return self.size
 
     def __bytes__(self) -> bytes:
+        if self.sink is not None:
+            raise RuntimeError("internal: the weights went to their sink as they were placed")
         return b"".join(self.pieces)
 
 
@@ -720,6 +726,8 @@ class CEmitter:
                       tuple(array.shape), array)
             tensor_args.append((self._tensor_ref(pname, v, uses), v))
             self._place_const(v)
+            if self.unit.weights.sink is not None and self.unit.const_locs[v].kind == "weight":
+                v.const = None   # (written from the view the sink holds; then freed)
         for helper in kernel.helpers:
             if helper not in self.unit.helpers:
                 self.unit.helpers.append(helper)
