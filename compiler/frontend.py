@@ -1,6 +1,7 @@
 """Frontend: an ONNX model (path, bytes or ModelProto) becomes a typed IR graph.
 
-Steps: load (with external data) -> check -> inline local functions -> resolve
+Steps: load (with external data; a file's big initializers mapped, not copied:
+compiler/mapped.py) -> check -> inline local functions -> resolve
 each domain's opset -> find every unsupported op (one error lists them all) ->
 build values and nodes with typed attributes.
 """
