@@ -59,8 +59,16 @@ def load_model(source: ModelSource) -> onnx.ModelProto:
                     serialized = f.read()
                 model = onnx.load_model_from_string(serialized)
             folder = os.path.dirname(os.path.abspath(path))
+        if not marked:
+            mapped.drop_claims(model)
         if _check_external_data(model, folder, marked):
-            external_data_helper.load_external_data_for_model(model, folder)
+            assert folder is not None   # (checked: only a model file has external data)
+            mapped.map_external(model, folder)
+            for tensor in external_data_helper._get_all_tensors(model):   # (as load_external_data_for_model)
+                if external_data_helper.uses_external_data(tensor) and not mapped.is_mapped(tensor):
+                    external_data_helper.load_external_data_for_tensor(tensor, folder)
+                    tensor.data_location = onnx.TensorProto.DEFAULT
+                    del tensor.external_data[:]
             serialized = None
     except ModelError:
         raise

@@ -46,7 +46,8 @@ _DTYPES = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, Tensor
 # The key that marks a tensor as one of these, among its external data entries.
 KEY = "onnxc.mapped"
 
-# The files whose tensors were marked: absolute path -> (size, mtime in ns, inode) when mapped.
+# The files whose tensors were marked (model files, and the external data files they name):
+# absolute path -> (size, mtime in ns, inode) when the model was loaded.
 _files: dict[str, tuple[int, int, int]] = {}
 _lock = threading.Lock()
 
@@ -96,6 +97,17 @@ def load(path: str) -> Optional[onnx.ModelProto]:
     return model
 
 
+def drop_claims(model: onnx.ModelProto) -> None:
+    """Removes the mark from every tensor of a model as its file gave it (a file's claim to be
+    read in place is no more than an unknown key of its external data)."""
+    for tensor in onnx.external_data_helper._get_all_tensors(model):
+        if any(e.key == KEY for e in tensor.external_data):
+            kept = [(e.key, e.value) for e in tensor.external_data if e.key != KEY]
+            del tensor.external_data[:]
+            for key, value in kept:
+                tensor.external_data.add(key=key, value=value)
+
+
 def is_mapped(tensor: TensorProto) -> bool:
     """Whether ``tensor`` is marked as one of these (``array`` checks that the mark is true)."""
     return tensor.data_location == TensorProto.EXTERNAL and any(e.key == KEY for e in tensor.external_data)
@@ -109,26 +121,57 @@ def array(tensor: TensorProto) -> np.ndarray:
     with _lock:
         identity = _files.get(path)
     if identity is None or tensor.data_type not in _DTYPES:
-        raise ModelError(f"{where}: external data {path!r} is not a model file onnxc has loaded")
-    try:
-        offset, length = int(entries["offset"]), int(entries["length"])
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if (st.st_size, st.st_mtime_ns, st.st_ino) != identity:
-                raise ModelError(f"{where}: the model file {path} changed after it was loaded")
-            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (KeyError, ValueError, OSError) as e:
-        raise ModelError(f"{where} cannot be read: {e}") from e
+        raise ModelError(f"{where}: external data {path!r} is not a file onnxc has loaded a model's data from")
     dtype = np.dtype(_DTYPES[tensor.data_type])
     dims = tuple(tensor.dims)
     count = 1
     for d in dims:
         count *= d
-    if min(dims, default=0) < 0 or offset < 0 or offset + length > len(buf) or count * dtype.itemsize != length:
-        raise ModelError(f"initializer {tensor.name!r} cannot be read: {length} bytes of raw data "
-                         f"for shape {list(dims)} of {dtype}")
-    # (the view keeps the mapping open; it closes with the last array that views it)
-    return np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(dims)
+    try:
+        offset, length = int(entries["offset"]), int(entries["length"])
+        if min(dims, default=0) < 0 or offset < 0 or offset + length > identity[0] or count * dtype.itemsize != length:
+            raise ModelError(f"initializer {tensor.name!r} cannot be read: {length} bytes of raw data "
+                             f"for shape {list(dims)} of {dtype}")
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if (st.st_size, st.st_mtime_ns, st.st_ino) != identity:
+                raise ModelError(f"{where}: the file {path} changed after the model was loaded")
+            # (the tensor's pages only; the view keeps them mapped until the last array that views them goes)
+            start = offset - offset % mmap.ALLOCATIONGRANULARITY
+            if length == 0:
+                return np.zeros(dims, dtype)
+            buf = mmap.mmap(f.fileno(), offset + length - start, access=mmap.ACCESS_READ, offset=start)
+    except ModelError:
+        raise
+    except (KeyError, ValueError, OSError) as e:
+        raise ModelError(f"{where} cannot be read: {e}") from e
+    return np.frombuffer(buf, dtype=dtype, count=count, offset=offset - start).reshape(dims)
+
+
+def map_external(model: onnx.ModelProto, folder: str) -> None:
+    """Marks the main graph's initializers whose external data (already checked: a file inside
+    ``folder``) is at least MAPPED_BYTES of a plain numeric type, so that they are read in place
+    too; the rest are read as usual."""
+    if sys.byteorder != "little":
+        return
+    for tensor in model.graph.initializer:
+        if not onnx.external_data_helper.uses_external_data(tensor) or tensor.data_type not in _DTYPES:
+            continue
+        info = onnx.external_data_helper.ExternalDataInfo(tensor)
+        count = 1
+        for d in tensor.dims:
+            count *= d
+        length = count * np.dtype(_DTYPES[tensor.data_type]).itemsize
+        if length < MAPPED_BYTES or (info.length is not None and info.length != length):
+            continue   # (a length that disagrees: read as usual, which reports it)
+        path = os.path.realpath(os.path.join(folder, info.location))
+        st = os.stat(path)
+        with _lock:
+            _files[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        del tensor.external_data[:]
+        for key, value in (("location", path), ("offset", str(info.offset or 0)), ("length", str(length)),
+                           (KEY, "1")):
+            tensor.external_data.add(key=key, value=value)
 
 
 def with_data(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -79,7 +79,7 @@ def test_a_model_file_changed_after_it_was_loaded_is_refused(tmp_path):
     path = saved(model, tmp_path / "m.onnx")
     loaded = frontend.load_model(path)
     os.replace(saved(mlp()[0], tmp_path / "other.onnx"), path)
-    with pytest.raises(ModelError, match="changed after it was loaded"):
+    with pytest.raises(ModelError, match="changed after the model was loaded"):
         frontend.build_graph(loaded)
 
 
@@ -106,7 +106,7 @@ def test_a_model_files_own_claim_to_be_mapped_is_external_data_like_any_other(tm
             frontend.load_model(path)
         return
     loaded = frontend.load_model(path)
-    assert not mapped.is_mapped(loaded.graph.initializer[0])
+    assert not loaded.graph.initializer[0].external_data
     assert loaded.graph.initializer[0].raw_data == data
 
 
@@ -118,7 +118,7 @@ def test_a_forged_mark_in_a_model_given_as_a_proto_is_refused(tmp_path):
     for key, value in (("location", str(tmp_path / "nothing.bin")), ("offset", "0"), ("length", "2400"),
                        (mapped.KEY, "1")):
         tensor.external_data.add(key=key, value=value)
-    with pytest.raises(ModelError, match="is not a model file onnxc has loaded"):
+    with pytest.raises(ModelError, match="is not a file onnxc has loaded a model's data from"):
         onnxc.InferenceSession(model)
 
 
@@ -162,6 +162,29 @@ def test_a_model_with_external_data_of_its_own_loads_as_before(tmp_path):
     graph = frontend.build_graph(loaded)
     for name, array in arrays.items():
         np.testing.assert_array_equal(next(v.const for v in graph.values() if v.name == name), array)
+
+
+def test_big_external_data_is_read_in_place_too(tmp_path):
+    """A model's own external data file (checked as always): its big plain tensors are views of
+    the file at their offsets, the small ones read as usual."""
+    model, arrays = mlp()
+    external = onnx.ModelProto()
+    external.CopyFrom(model)   # (onnx.save moves the data of the model it saves out)
+    onnx.save(external, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.data", size_threshold=0)
+    loaded = frontend.load_model(str(tmp_path / "m.onnx"))
+    marks = {t.name: mapped.is_mapped(t) for t in loaded.graph.initializer}
+    assert marks == {"w1": True, "b": False, "w2": False}
+    graph = frontend.build_graph(loaded)
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(next(v.const for v in graph.values() if v.name == name), array)
+    x = RNG.standard_normal((2, BIG[0])).astype(np.float32)
+    np.testing.assert_allclose(onnxc.InferenceSession(str(tmp_path / "m.onnx")).run(None, {"x": x})[0],
+                               run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-3)
+    (tmp_path / "m.data").write_bytes((tmp_path / "m.data").read_bytes())   # (rewritten: a new mtime)
+    os.utime(tmp_path / "m.data", ns=(1, 1))
+    with pytest.raises(ModelError, match="changed after the model was loaded"):
+        frontend.build_graph(loaded)
 
 
 def test_a_damaged_big_file_is_a_parse_error(tmp_path):
