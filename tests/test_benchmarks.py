@@ -212,6 +212,29 @@ def test_compile_time_benchmark_times_each_stage(tmp_path, monkeypatch):
     assert "| tanh.onnx | 1 |" in compile_time.table([("tanh.onnx", r)])
 
 
+def test_two_artifacts_of_a_model_are_timed_side_by_side(tmp_path, capsys):
+    """The run-time check of a compiler change: two folders of the same model, interleaved, their
+    outputs compared; a folder of another computation does not agree."""
+    from onnx import TensorProto, helper
+
+    from onnxc.benchmarks import artifacts
+    from onnxc.benchmarks.harness import SMOKE
+
+    def build(op: str, folder: str, threads: int) -> str:
+        model = helper.make_model(helper.make_graph(
+            [helper.make_node(op, ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])]))
+        onnxc.compile_model(model, tmp_path / folder, onnxc.CompileOptions(threads=threads))
+        return str(tmp_path / folder)
+    old, new, other = build("Tanh", "old", 1), build("Tanh", "new", 2), build("Sigmoid", "other", 1)
+    r = artifacts.compare(old, new, config=SMOKE)
+    assert r["outputs_agree"] and r["runs"] >= SMOKE.min_runs and r["old_ms"] > 0 and r["new_ms"] > 0
+    assert r["ratio"] == pytest.approx(r["new_ms"] / r["old_ms"])
+    assert not artifacts.compare(old, other, threads=1, config=SMOKE)["outputs_agree"]
+    feed = artifacts.random_feed(onnxc.InferenceSession(old))
+    assert feed["x"].shape == (1, 64) and feed["x"].dtype == np.float32
+
+
 # --- bf16 precision -----------------------------------------------------------------------------------------
 
 def test_bf16_precision_times_against_float32_and_reports_the_accuracy(tmp_path):
