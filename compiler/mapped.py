@@ -26,10 +26,12 @@ import mmap
 import os
 import sys
 import threading
+import weakref
 from typing import Iterator, Optional
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import TensorProto
 
 from .errors import ModelError
@@ -49,6 +51,8 @@ KEY = "onnxc.mapped"
 # The files whose tensors were marked (model files, and the external data files they name):
 # absolute path -> (size, mtime in ns, inode) when the model was loaded.
 _files: dict[str, tuple[int, int, int]] = {}
+# Their mappings, while an array views them: (path, identity) -> the whole file, read-only.
+_maps: "weakref.WeakValueDictionary[tuple[str, tuple[int, int, int]], mmap.mmap]" = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 
 # TensorProto's fields (onnx.proto): the ones whose presence beside raw_data makes a tensor unusual.
@@ -83,7 +87,10 @@ def load(path: str) -> Optional[onnx.ModelProto]:
     if found is None:
         return None
     skeleton, spans = found
-    model = onnx.load_model_from_string(skeleton)
+    try:
+        model = onnx.load_model_from_string(skeleton)
+    except DecodeError:
+        return None   # (parsed whole by the caller, which reports what is wrong)
     tensors = model.graph.initializer
     if any(onnx.external_data_helper.uses_external_data(t) for t in tensors):
         return None   # (a model with external data of its own: read as before)
@@ -132,20 +139,34 @@ def array(tensor: TensorProto) -> np.ndarray:
         if min(dims, default=0) < 0 or offset < 0 or offset + length > identity[0] or count * dtype.itemsize != length:
             raise ModelError(f"initializer {tensor.name!r} cannot be read: {length} bytes of raw data "
                              f"for shape {list(dims)} of {dtype}")
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if (st.st_size, st.st_mtime_ns, st.st_ino) != identity:
-                raise ModelError(f"{where}: the file {path} changed after the model was loaded")
-            # (the tensor's pages only; the view keeps them mapped until the last array that views them goes)
-            start = offset - offset % mmap.ALLOCATIONGRANULARITY
-            if length == 0:
-                return np.zeros(dims, dtype)
-            buf = mmap.mmap(f.fileno(), offset + length - start, access=mmap.ACCESS_READ, offset=start)
+        if length == 0:
+            return np.zeros(dims, dtype)
+        buf = _mapping(path, identity, where)
     except ModelError:
         raise
     except (KeyError, ValueError, OSError) as e:
         raise ModelError(f"{where} cannot be read: {e}") from e
-    return np.frombuffer(buf, dtype=dtype, count=count, offset=offset - start).reshape(dims)
+    # (the view keeps the file mapped; the mapping goes with the last array that views it)
+    return np.frombuffer(buf, dtype=dtype, count=count, offset=offset).reshape(dims)
+
+
+def _mapping(path: str, identity: tuple[int, int, int], where: str) -> mmap.mmap:
+    """The file at ``path`` mapped read-only, once for all its tensors while any is alive (a
+    mapping holds a file descriptor of its own), if it is still the file of ``identity``."""
+    st = os.stat(path)
+    if (st.st_size, st.st_mtime_ns, st.st_ino) != identity:
+        raise ModelError(f"{where}: the file {path} changed after the model was loaded")
+    with _lock:
+        buf = _maps.get((path, identity))
+    if buf is not None:
+        return buf
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if (st.st_size, st.st_mtime_ns, st.st_ino) != identity:
+            raise ModelError(f"{where}: the file {path} changed after the model was loaded")
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    with _lock:
+        return _maps.setdefault((path, identity), buf)
 
 
 def map_external(model: onnx.ModelProto, folder: str) -> None:

@@ -4,6 +4,7 @@ not happen: a mark that is not onnxc's read as data, bytes that do not fit a sha
 changed since it was loaded, or an artifact that still needs the model file."""
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 
@@ -52,6 +53,26 @@ def test_big_initializers_of_a_model_file_are_read_only_views_of_it(tmp_path):
     x = RNG.standard_normal((2, BIG[0])).astype(np.float32)
     got = onnxc.InferenceSession(path).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-3)
+
+
+def test_a_files_tensors_share_one_mapping_while_any_is_alive(tmp_path):
+    """A mapping holds a file descriptor: the tensors of one file share it, and it closes with
+    the last array that views it."""
+    arrays = {f"w{i}": RNG.standard_normal(BIG).astype(np.float32) for i in range(6)}
+    nodes = [helper.make_node("Add", ["x", "w0"], ["s0"])] + [
+        helper.make_node("Add", [f"s{i - 1}", f"w{i}"], [f"s{i}"]) for i in range(1, 6)]
+    model = make_model(nodes, [("x", T.FLOAT, list(BIG))], [("s5", T.FLOAT, list(BIG))],
+                       [numpy_helper.from_array(v, k) for k, v in arrays.items()], opset=17)
+    loaded = frontend.load_model(saved(model, tmp_path / "m.onnx"))
+    fds = len(os.listdir("/proc/self/fd"))
+    graph = frontend.build_graph(loaded)
+    assert sum(mapped.is_mapped(t) for t in loaded.graph.initializer) == 6
+    assert len(os.listdir("/proc/self/fd")) <= fds + 1
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(next(v.const for v in graph.values() if v.name == name), array)
+    del graph
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= fds
 
 
 def test_types_whose_raw_data_is_not_the_array_are_parsed_as_usual(tmp_path):
