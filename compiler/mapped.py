@@ -91,9 +91,10 @@ def load(path: str) -> Optional[onnx.ModelProto]:
         model = onnx.load_model_from_string(skeleton)
     except DecodeError:
         return None   # (parsed whole by the caller, which reports what is wrong)
+    if any(onnx.external_data_helper.uses_external_data(t) or any(e.key == KEY for e in t.external_data)
+           for t in onnx.external_data_helper._get_all_tensors(model)):
+        return None   # (a model with external data of its own, or claims to the mark: read as before)
     tensors = model.graph.initializer
-    if any(onnx.external_data_helper.uses_external_data(t) for t in tensors):
-        return None   # (a model with external data of its own: read as before)
     with _lock:
         _files[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
     for index, offset, length in spans:

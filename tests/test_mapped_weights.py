@@ -131,6 +131,27 @@ def test_a_model_files_own_claim_to_be_mapped_is_external_data_like_any_other(tm
     assert loaded.graph.initializer[0].raw_data == data
 
 
+def test_a_claim_in_a_subgraph_of_a_file_with_big_weights_is_external_data_like_any_other(tmp_path):
+    """A file whose main graph has big raw data (so it is scanned) and whose If branch holds a
+    tensor claiming the mark at the file's own path: the claim is dropped and the location,
+    absolute, refused."""
+    model, _ = mlp()
+    path = str(tmp_path / "m.onnx")
+    claim = helper.make_tensor("c", T.FLOAT, [4], [0.0] * 4)
+    claim.ClearField("float_data")
+    claim.data_location = T.EXTERNAL
+    for key, value in (("location", path), ("offset", "0"), ("length", "16"), (mapped.KEY, "1")):
+        claim.external_data.add(key=key, value=value)
+    branch = helper.make_graph([helper.make_node("Constant", [], ["k"], value=claim)], "b", [],
+                               [helper.make_tensor_value_info("k", T.FLOAT, [4])])
+    model.graph.node.append(helper.make_node("If", ["flag"], ["o"], then_branch=branch, else_branch=branch))
+    model.graph.input.append(helper.make_tensor_value_info("flag", T.BOOL, []))
+    model.graph.output.append(helper.make_tensor_value_info("o", T.FLOAT, [4]))
+    saved(model, path)
+    with pytest.raises(ModelError, match="must be a path relative to the model's folder"):
+        frontend.load_model(path)
+
+
 def test_a_forged_mark_in_a_model_given_as_a_proto_is_refused(tmp_path):
     model, _ = mlp(big=(30, 20))
     tensor = model.graph.initializer[0]
