@@ -96,12 +96,19 @@ def transform_filters(w: np.ndarray, wg: Winograd, mr: int) -> np.ndarray:
         if len(rows) < (p1 - p0) * mr:   # (the last panel's rows past K: zero filters, zero products)
             rows = np.concatenate([rows, np.zeros(((p1 - p0) * mr - len(rows), c, 9), w.dtype)])
         block = rows.reshape(p1 - p0, mr, c, 9).transpose(0, 2, 1, 3).reshape(-1, 9).astype(np.float64)
-        out[:, p0:p1] = (kron @ block.T).reshape(len(kron), p1 - p0, c, mr)
+        products = out[:, p0:p1].reshape(len(kron), -1)   # (a view: the panels' places)
+        for r0 in range(0, len(block), TRANSFORM_FILTERS):
+            products[:, r0:r0 + TRANSFORM_FILTERS] = kron @ block[r0:r0 + TRANSFORM_FILTERS].T
     return out.reshape(-1)
 
 
-# Filter values a product of transform_filters covers (its float64 copy and products stay in cache).
+# Filter values a block of transform_filters covers (its float64 copy and products stay in cache).
 TRANSFORM_CHUNK = 1 << 14
+# Filters a product of it covers: few enough that the BLAS computes it on the calling thread
+# (OpenBLAS does below 2^18 multiply-adds). A compile's other cores are busy with the C compiler
+# and the weights writer, and the BLAS's threads spinning beside them doubled code generation's
+# time (VGG-19 at 2 threads: 1.15-1.25 s, 0.53-0.54 s with the BLAS on one thread).
+TRANSFORM_FILTERS = 768
 
 
 def _literal(v: F) -> str:
