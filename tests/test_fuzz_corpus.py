@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from fuzz import campaign
-from fuzz.mutants import outcome_class
+from fuzz.mutants import mutate, outcome_class
 from fuzz.seeds import seed_bytes
 
 REPLAY_TIMEOUT_SECONDS = 300
@@ -75,6 +75,17 @@ def test_mutants_are_reproducible_and_differ():
     assert campaign.mutant(12345, seeds) == campaign.mutant(12345, seeds)
     assert len({campaign.mutant(m, seeds)[2] for m in range(50)}) > 40
     assert {campaign.mutant(m, seeds)[0] for m in range(200)} == set(seeds)
+
+
+def test_a_field_mutation_of_a_string_that_is_not_utf8_leaves_the_bytes_as_they_were():
+    """A flipped byte can leave a repeated string field that protobuf will not decode: the
+    mutator skips that field's change rather than fail the campaign (a falsifying example of
+    the model campaign)."""
+    seeds = seed_bytes()
+    flipped = mutate(seeds["mlp"], [("flip", 9, 195)], seeds)
+    assert mutate(flipped, [("field", 2115, 254)], seeds) == flipped
+    assert mutate(seeds["mlp"], [("flip", 9, 195), ("field", 2115, 254), ("insert", 8340, b"\x95\x99\xcf(\xae\x02")],
+                  seeds)
 
 
 def test_corpus_keeps_new_outcomes_and_findings(tmp_path):

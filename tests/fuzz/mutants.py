@@ -71,7 +71,14 @@ def mutate_field(data: bytes, which: int, choice: int) -> bytes:
     if not fields:
         return data
     message, descriptor = fields[which % len(fields)]
-    F = descriptor
+    try:
+        _mutate(message, descriptor, choice)
+    except (UnicodeDecodeError, ValueError, TypeError):
+        return data   # (a string field whose bytes are not UTF-8: protobuf will not hand it over)
+    return model.SerializeToString()
+
+
+def _mutate(message, F, choice: int) -> None:
     if _repeated(F):
         values = getattr(message, F.name)
         if len(values):
@@ -94,11 +101,7 @@ def mutate_field(data: bytes, which: int, choice: int) -> bytes:
             value = max(min(value, (1 << 31) - 1), -(1 << 31))
         elif F.type in (F.TYPE_UINT64,):
             value = abs(value) % (1 << 64)
-        try:
-            setattr(message, F.name, value)
-        except (ValueError, TypeError):
-            return data
-    return model.SerializeToString()
+        setattr(message, F.name, value)
 
 
 def _repeated(descriptor) -> bool:
