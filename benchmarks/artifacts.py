@@ -3,35 +3,23 @@
 ``python -m onnxc.benchmarks.artifacts OLD NEW [--threads 1,2]`` loads two artifact folders
 (``onnxc compile model.onnx -o OLD`` with the code before a change, ``-o NEW`` after it, or
 one folder each built with different options), runs them interleaved in one process on the
-same random inputs (the harness's turns and pauses, as the corpus benchmark times onnxc beside
-onnxruntime), checks that their outputs agree, and prints the medians and new / old. Symbolic
-dims are given 1. Each folder runs at the thread count it was built for unless ``--threads``
-names others (a folder built for one thread runs on one)."""
+same random inputs (``onnxc run``'s) in the harness's turns and pauses (as the corpus
+benchmark times onnxc beside onnxruntime), checks that their outputs agree, and prints the
+medians and new / old. Each folder runs at the thread count it was built for unless
+``--threads`` names others (a folder built for one thread runs on one)."""
 from __future__ import annotations
 
 import argparse
 from typing import Any, Optional
 
-import numpy as np
-
 from .harness import FULL, TimingConfig, interleaved, outputs_agree, summary_ms
 
 
-def random_feed(session: Any, seed: int = 0) -> dict[str, np.ndarray]:
-    """Standard-normal floats (small integers for integer inputs, False for bools) of each
-    input's shape, symbolic dims 1."""
-    rng = np.random.default_rng(seed)
-    feed = {}
-    for inp in session.get_inputs():
-        shape = [d if isinstance(d, int) and d >= 0 else 1 for d in inp.shape]
-        kind = inp.type.removeprefix("tensor(").removesuffix(")")
-        if kind in ("float", "double", "float16"):
-            dtype = {"float": np.float32, "double": np.float64, "float16": np.float16}[kind]
-            feed[inp.name] = rng.standard_normal(shape).astype(dtype)
-        elif kind == "bool":
-            feed[inp.name] = np.zeros(shape, bool)
-        else:
-            feed[inp.name] = rng.integers(0, 4, shape).astype(np.dtype(kind))
+def random_feed(folder: str, seed: int = 0) -> dict[str, Any]:
+    """The artifact's inputs as ``onnxc run`` makes them when none are given (symbolic dims 1)."""
+    from .._cli_data import build_feed, input_specs
+    from ..runtime.loader import read_manifest
+    feed, _ = build_feed(input_specs(read_manifest(folder)), {}, {}, seed, [])
     return feed
 
 
@@ -42,7 +30,7 @@ def compare(old: str, new: str, threads: Optional[int] = None, config: TimingCon
         options = onnxc.SessionOptions()
         options.intra_op_num_threads = threads
     a, b = onnxc.InferenceSession(old, options), onnxc.InferenceSession(new, options)
-    feed = random_feed(a)
+    feed = random_feed(old)
     agree, worst = outputs_agree(b.run(None, feed), a.run(None, feed))
     times_a, times_b = interleaved(lambda: a.run(None, feed), lambda: b.run(None, feed), config)
     old_ms, new_ms = summary_ms(times_a)["median_ms"], summary_ms(times_b)["median_ms"]

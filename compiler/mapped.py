@@ -22,6 +22,7 @@ the location of a file not mapped here, or a file that changed since) is refused
 """
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import sys
@@ -95,14 +96,23 @@ def load(path: str) -> Optional[onnx.ModelProto]:
            for t in onnx.external_data_helper._get_all_tensors(model)):
         return None   # (a model with external data of its own, or claims to the mark: read as before)
     tensors = model.graph.initializer
+    _register(path, st)
+    for index, offset, length in spans:
+        _mark(tensors[index], path, offset, length)
+    return model
+
+
+def _register(path: str, st: os.stat_result) -> None:
     with _lock:
         _files[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
-    for index, offset, length in spans:
-        tensor = tensors[index]
-        tensor.data_location = TensorProto.EXTERNAL
-        for key, value in (("location", path), ("offset", str(offset)), ("length", str(length)), (KEY, "1")):
-            tensor.external_data.add(key=key, value=value)
-    return model
+
+
+def _mark(tensor: TensorProto, path: str, offset: int, length: int) -> None:
+    """``tensor``'s data: ``length`` bytes at ``offset`` of the registered file ``path``."""
+    tensor.data_location = TensorProto.EXTERNAL
+    del tensor.external_data[:]
+    for key, value in (("location", path), ("offset", str(offset)), ("length", str(length)), (KEY, "1")):
+        tensor.external_data.add(key=key, value=value)
 
 
 def drop_claims(model: onnx.ModelProto) -> None:
@@ -132,9 +142,7 @@ def array(tensor: TensorProto) -> np.ndarray:
         raise ModelError(f"{where}: external data {path!r} is not a file onnxc has loaded a model's data from")
     dtype = np.dtype(_DTYPES[tensor.data_type])
     dims = tuple(tensor.dims)
-    count = 1
-    for d in dims:
-        count *= d
+    count = math.prod(dims)
     try:
         offset, length = int(entries["offset"]), int(entries["length"])
         if min(dims, default=0) < 0 or offset < 0 or offset + length > identity[0] or count * dtype.itemsize != length:
@@ -180,20 +188,12 @@ def map_external(model: onnx.ModelProto, folder: str) -> None:
         if not onnx.external_data_helper.uses_external_data(tensor) or tensor.data_type not in _DTYPES:
             continue
         info = onnx.external_data_helper.ExternalDataInfo(tensor)
-        count = 1
-        for d in tensor.dims:
-            count *= d
-        length = count * np.dtype(_DTYPES[tensor.data_type]).itemsize
+        length = math.prod(tensor.dims) * np.dtype(_DTYPES[tensor.data_type]).itemsize
         if length < MAPPED_BYTES or (info.length is not None and info.length != length):
             continue   # (a length that disagrees: read as usual, which reports it)
         path = os.path.realpath(os.path.join(folder, info.location))
-        st = os.stat(path)
-        with _lock:
-            _files[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
-        del tensor.external_data[:]
-        for key, value in (("location", path), ("offset", str(info.offset or 0)), ("length", str(length)),
-                           (KEY, "1")):
-            tensor.external_data.add(key=key, value=value)
+        _register(path, os.stat(path))
+        _mark(tensor, path, info.offset or 0, length)
 
 
 def with_data(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -550,9 +550,9 @@ def _write_specialising(model: Any, output_dir: str, options: CompileOptions, re
 
 class _WeightsWriter:
     """Writes the weights file at ``path`` from the pieces code generation hands to ``add`` (in
-    order, views of the constants), on a thread of its own, and takes its checksum (XXH3, 128 bits). ``finish``
-    puts the file in place and returns the hash; ``abort`` (after a failure) removes what was
-    written."""
+    order, views of the constants), on a thread of its own, and takes its checksum (XXH3, 128
+    bits). ``finish`` puts the file in place and returns the checksum; ``abort`` (after a
+    failure) removes what was written."""
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -20,7 +20,7 @@ import shutil
 import stat
 import tempfile
 import time
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import onnx
 import xxhash
@@ -302,15 +302,14 @@ def _mark_verified(folder: str) -> None:
 def xxh3_file(path: str) -> str:
     """The file's XXH3 128-bit hash: the weights' checksum, against damage (it reads 13 GB/s,
     ten times SHA-256, and a language model's weights are hundreds of megabytes)."""
-    h = xxhash.xxh3_128()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return _file_digest(path, xxhash.xxh3_128())
 
 
 def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
+    return _file_digest(path, hashlib.sha256())
+
+
+def _file_digest(path: str, h: Any) -> str:
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
