@@ -58,6 +58,10 @@ def _coalesce(dims: list, strides: list[list]) -> tuple[list, list[list]]:
     return out_dims, out_strides
 
 
+# The shortest row (last axis after merging) a broadcasting map splits between threads.
+ROW_MIN = 64
+
+
 def elementwise_kernel(k: KernelContext, operands: list[TensorRef],
                        scalar: Callable[[list[str]], str], out: TensorRef | None = None) -> Kernel:
     """Y[i] = scalar(operands[i]) with numpy broadcasting of every operand to Y."""
@@ -76,8 +80,12 @@ def elementwise_kernel(k: KernelContext, operands: list[TensorRef],
     loads = [{"var": n, "compute": t.compute, "expr": t.load(f"off_{t.name}"), "offset": f"off_{t.name}",
               "terms": [f"i{a} * {cexpr.lit(s)}" if s != 1 else f"i{a}" for a, s in enumerate(st) if s != 0]}
              for n, t, st in zip(names, operands, strides)]
+    # Threads split the rows (all axes but the last) when a row is long enough to pay for
+    # finding its indices: a channel's map scaled by a squeeze-and-excitation, for one.
+    parallel = "ctx" not in value and len(dims) >= 2 and isinstance(dims[-1], int) and dims[-1] >= ROW_MIN
+    rows = cexpr.lit(cexpr.prod(dims[:-1])) if parallel else 0
     return k.kernel("c/elementwise.c.j2", flat=False, dims=[cexpr.lit(d) for d in dims], loads=loads,
-                    out=out.name, value=value)
+                    out=out.name, value=value, parallel=parallel, rows=rows, n=cexpr.lit(out.numel))
 
 
 # Types stored one element per whole bytes (not strings, not packed 4-bit or 2-bit elements).

@@ -621,6 +621,39 @@ def test_global_pools_double():
     assert_close(actual, expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("batch", ["N", 2])
+def test_squeeze_and_excitation_pool_and_scale_split_between_threads(batch):
+    """Global pools' planes and broadcasting maps' rows (the Mul that scales each channel, a
+    bias added over the last axis) run on the threads above the loop threshold (64K elements:
+    144 x 28 x 28 per image); a 2-thread build gives the same bits as a 1-thread one and matches
+    onnxruntime, with a symbolic batch (a row's indices come from its number) and a static one."""
+    c = 144
+    nodes = [node("GlobalAveragePool", ["X"], "G"), node("Sigmoid", ["G"], "S"), node("Mul", ["S", "X"], "Y"),
+             node("GlobalMaxPool", ["X"], "M"), node("Transpose", ["X"], "T", perm=[0, 2, 3, 1]),
+             node("Add", ["T", "B"], "Z")]
+    b = helper.make_tensor("B", TP.FLOAT, [c], randn([c]))
+    model = make_model(nodes, [("X", TP.FLOAT, [batch, c, 28, 28])],
+                       [("Y", TP.FLOAT, [batch, c, 28, 28]), ("G", TP.FLOAT, [batch, c, 1, 1]),
+                        ("M", TP.FLOAT, [batch, c, 1, 1]), ("Z", TP.FLOAT, [batch, 28, 28, c])], [b])
+    x = {"X": randn([2, c, 28, 28])}
+    runs = []
+    for threads in (1, 2):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        sess = onnxc.InferenceSession(model.SerializeToString(), so)
+        runs.append(sess.run(None, x))
+        if threads == 2:
+            source = open(os.path.join(sess.artifact_dir, "model.c")).read()
+            bodies = {m.group(1): m.group(2) for m in
+                      re.finditer(r"ONNXC_NODE (?:static )?int node\d+_(\w+?)_\w*\(.*?\n(.*?)\n}\n", source, re.S)}
+            for op in ("GlobalAveragePool", "GlobalMaxPool", "FusedElementwise", "Add"):
+                assert "ONNXC_PARALLEL_FOR" in bodies[op], op
+            assert "ONNXC_PARALLEL_FOR" not in bodies["Transpose"]
+    for one, two in zip(*runs):
+        np.testing.assert_array_equal(one, two)
+    assert_close(runs[1], run_ort(model, x))
+
+
 def test_pool_symbolic_batch_and_spatial():
     nodes = [node("MaxPool", ["X"], ["Y", "I"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
              node("AveragePool", ["X"], "A", kernel_shape=[3, 2], auto_pad="SAME_UPPER", strides=[2, 2]),
