@@ -119,6 +119,10 @@ def loops_data(dims: Sequence[cexpr.CExpr], strides: Sequence[cexpr.CExpr]) -> l
     return [{"n": cexpr.lit(d), "stride": cexpr.lit(s)} for d, s in zip(dims, strides)]
 
 
+# The shortest row a strided copy splits between threads.
+ROW_MIN = 16
+
+
 def strided_copy(k: KernelContext, src: TensorRef, dims: Sequence[cexpr.CExpr], strides: Sequence[cexpr.CExpr],
                  offset: cexpr.CExpr = 0, out: Optional[TensorRef] = None,
                  template: str = "c/strided_copy.c.j2", helpers: tuple[str, ...] = (), **extra: Any) -> Kernel:
@@ -128,9 +132,13 @@ def strided_copy(k: KernelContext, src: TensorRef, dims: Sequence[cexpr.CExpr], 
     out = out or k.out
     dims, strides = simplify_loops(list(dims), list(strides))
     computed = isinstance(offset, str) and bool(dims)
+    # Whole rows of at least ROW_MIN elements are copied on the threads (a row's source offset
+    # found from its number by a division per axis).
+    rows = len(dims) >= 2 and strides[-1] == 1 and isinstance(dims[-1], int) and dims[-1] >= ROW_MIN
     return k.kernel(template, helpers=helpers, src=src.name, dst=out.name, ctype=out.ctype,
                     offset="base" if computed else cexpr.lit(offset), base=offset if computed else "",
-                    loops=loops_data(dims, strides), **extra)
+                    loops=loops_data(dims, strides), rows_parallel=cexpr.lit(cexpr.prod(dims[:-1])) if rows else "",
+                    **extra)
 
 
 def permuted_strides(dims: Sequence[cexpr.CExpr], perm: Sequence[int]) -> list[cexpr.CExpr]:

@@ -271,8 +271,10 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
         kernel.scratch = {"index": cexpr.mul(entries, 8)}
         if mode != "nearest":
             kernel.scratch["weight"] = cexpr.mul(entries, 8)
-        if bilinear is not None:   # a blended source row, then the width's weights in float
-            kernel.scratch["row"] = cexpr.mul(cexpr.add(x.dims[rank - 1], cexpr.mul(2, y.dims[rank - 1])), 4)
+        if bilinear is not None:   # the width's weights in float, then a blended source row per thread
+            # (each rounded up to whole 64-byte lines)
+            kernel.scratch["row"] = cexpr.mul(cexpr.add(cexpr.mul(cexpr.add(x.dims[rank - 1], 16), k.target.threads),
+                                                        cexpr.mul(2, y.dims[rank - 1]), 16), 4)
     if k.data_dims:
         kernel.shape_template = "c/resize_shape.c.j2"
         kernel.shape_data = {"aspect": aspect, "sizes": _data_dims(k, axes, sizing, scale_of, array)}

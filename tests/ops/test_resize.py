@@ -111,6 +111,22 @@ def test_symbolic_batch_const_scales():
         np.testing.assert_allclose(sess.run(None, {"X": x})[0], run_ort(m, {"X": x})[0], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("batch", ["N", 2])
+def test_bilinear_rows_split_between_threads(batch):
+    """A segmentation head's bilinear upsampling (21 planes of 33 x 33 to 264 x 264, as
+    DeepLabV3's) runs its output rows on the threads, each with its own blended source row:
+    the same bits as one thread, and onnxruntime's values."""
+    m = resize_model([batch, 21, 33, 33], [batch, 21, 264, 264], sizes=[2, 21, 264, 264], mode="linear")
+    x = rand([2, 21, 33, 33])
+    runs = []
+    for threads in (1, 2):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        runs.append(onnxc.InferenceSession(m.SerializeToString(), so).run(None, {"X": x})[0])
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_allclose(runs[1], run_ort(m, {"X": x})[0], rtol=1e-5, atol=1e-5)
+
+
 def test_symbolic_fractional_scale():
     m = resize_model([1, 1, "H", "W"], None, scales=[1, 1, 1.5, 0.7], mode="nearest")
     sess = onnxc.InferenceSession(m.SerializeToString())
