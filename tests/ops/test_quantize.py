@@ -129,6 +129,30 @@ def test_dynamic_quantize_linear():
     assert_matches_ort(model, {"x": np.zeros([2, 4], np.float32)})
 
 
+@pytest.mark.parametrize("lowest_in", ["first half", "second half", "tail"])
+def test_dynamic_quantize_linear_on_threads(lowest_in):
+    """Above the loop threshold (64K elements) both passes run on 2 threads, each thread's part
+    with its own range: the range, the scale and every element are those of onnxruntime and of
+    a 1-thread build, wherever the extremes lie (NaNs never move the range)."""
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])
+    model = make_model([node], [("x", TP.FLOAT, ["N", 1023])],
+                       [("y", TP.UINT8, ["N", 1023]), ("s", TP.FLOAT, []), ("z", TP.UINT8, [])], opset=11)
+    x = RNG.standard_normal([77, 1023]).astype(np.float32)
+    at = {"first half": 5, "second half": 77 * 1023 - 5000, "tail": 77 * 1023 - 3}[lowest_in]
+    x.flat[at] = -9.5
+    x.flat[77 * 1023 - 1 - at] = 7.25
+    x.flat[100] = np.nan
+    runs = []
+    for threads in (1, 2):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        runs.append(onnxc.InferenceSession(model.SerializeToString(), so).run(None, {"x": x}))
+    for one, two in zip(*runs):
+        np.testing.assert_array_equal(one, two)
+    assert runs[1][1] == np.float32((7.25 + 9.5) / 255.0)
+    assert_matches_ort(model, {"x": np.nan_to_num(x)})
+
+
 @pytest.mark.parametrize("opset", [10, 21])
 @pytest.mark.parametrize("a_type,y_type", [(np.uint8, np.uint8), (np.int8, np.int8)])
 @pytest.mark.parametrize("a_shape,b_shape", [([3, 5], [5, 4]), (["B", 2, 6], [6, 3])])
