@@ -30,6 +30,7 @@ from .names import Mangler, c_string, comment
 from .templates import render
 from .units import split_units
 from .uses import DimVar, Reads, Uses, plain
+from .work import model_work
 
 if TYPE_CHECKING:
     from .cuda_shells import Shell
@@ -89,6 +90,7 @@ class EmitOptions:
     memory: str = "arena"         # "arena", "no_reuse" (no liveness sharing) or "heap"
     threads: int = 1              # intra-op threads of OpenMP builds
     inter_threads: int = 0        # above 0: independent nodes of one level run on that many threads
+    min_threaded_work: int = 0    # threads > 1: below this much work (work.py) the build runs on one
     target: Target = field(default_factory=Target)  # what lowerings specialise for
     # Freestanding C (``onnxc compile --target c``): no allocation, no threads, no I/O; the
     # caller passes the arena and the output buffers, and the weights are typed constant
@@ -187,7 +189,7 @@ def _helper_unit_data(opt: EmitOptions, used_types: set) -> dict[str, Any]:
     """The data of the helper objects' units (helper_objects.helper_units)."""
     threads = max(int(opt.threads), 1)
     return {**helper_data(opt, used_types), "version": comment(opt.version), "threads": threads,
-            "pool_threads": max(threads, int(opt.inter_threads), 1)}
+            "pool_threads": max(threads, int(opt.inter_threads), 1), "serial_model": False}
 
 
 def gemm_helper_unit(opt: EmitOptions) -> dict[str, str]:
@@ -235,6 +237,18 @@ class CEmitter:
         return d if isinstance(d, int) else self.dim_var(d)
 
     # --- entry ----------------------------------------------------------
+    def _serial_model(self) -> bool:
+        """A multi-threaded build of a model too small to split (work.py): no pool, and no
+        kernel's loop over the thresholds; a note says so."""
+        if self.is_body or self.opt.threads <= 1 or self.opt.inter_threads > 0 or self.opt.embedded:
+            return False
+        work = model_work(self.g)
+        if work is None or work >= self.opt.min_threaded_work:
+            return False
+        self.unit.notes.append(f"model: {work / 1e6:.1f}M multiply-adds and elements a run, under "
+                               f"{self.opt.min_threaded_work / 1e6:.1f}M: every node runs on the calling thread")
+        return True
+
     def emit(self) -> CModel:
         g = self.g
         body = self.emit_function()
@@ -269,6 +283,7 @@ class CEmitter:
             "threads": max(int(self.opt.threads), 1),
             # the most threads a region asks for: intra-op loops, or the nodes of an inter-op step
             "pool_threads": max(int(self.opt.threads), int(self.opt.inter_threads), 1),
+            "serial_model": self._serial_model(),
             "profile_max_dims": PROFILE_MAX_DIMS,
             "rng_streams": unit.rng_streams,
             "embedded": False,
@@ -294,6 +309,8 @@ class CEmitter:
         header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"],
                                          **abi.header_data(self.opt.prefix, self._abi_features())})
         extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
+        if data["serial_model"]:   # (the note _serial_model left)
+            extra["one_thread"] = next(n for n in unit.notes if n.startswith("model: "))[len("model: "):]
         if self.opt.profile:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
         helper_units = helper_objects.helper_units(helpers, _helper_unit_data(self.opt, used_types)) \

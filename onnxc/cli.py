@@ -66,6 +66,7 @@ def _compile(args: argparse.Namespace) -> int:
     from ._progress import CompileProgress, stderr_is_tty
     from .driver import CompileOptions, compile_cached, compile_model
     from .runtime.options import usable_cores
+    from .runtime.session import min_threaded_work
     if not os.path.isfile(args.model):
         raise CliError(f"model file not found: {args.model}")
     from .compiler.passes.pipeline import LOWERINGS, PIPELINE
@@ -102,7 +103,8 @@ def _compile(args: argparse.Namespace) -> int:
                              disabled_passes=tuple(sorted(set(args.disable or ()))), dim_overrides=dims,
                              dim_bounds=tuple(sorted(bounds.items())), target=args.target, weights=args.weights,
                              threads=threads, cmsis_nn=args.cmsis_nn,
-                             requantize=(args.requantize or "float").replace("-", "_"), precision=args.precision)
+                             requantize=(args.requantize or "float").replace("-", "_"), precision=args.precision,
+                             min_threaded_work=min_threaded_work({}))   # (a session's default)
     if args.target == "cuda":
         from .runtime import cuda
         # (the options a session with the CUDA provider's defaults asks for: it finds this build)

@@ -29,6 +29,7 @@ from .codegen.c_emitter import CEmitter, CModel, EmitOptions, gemm_helper_unit
 from .codegen.cuda_emitter import CudaEmitter
 from .codegen.kernel import Target
 from .codegen.toolchain import GEMM_TILE, CudaToolchain, HelperObject, Toolchain
+from .codegen.work import SERIAL_WORK
 from .compiler import frontend, mapped
 from .compiler.errors import CompileError, InvalidArgument, RankKnownAtRunTime, UnsupportedError
 from .compiler.ir import Graph
@@ -75,6 +76,10 @@ class CompileOptions:
     threads: int = 1
     # Inter-op threads (ExecutionMode.ORT_PARALLEL): nodes of one level run together on them.
     inter_threads: int = 0
+    # A build for several intra-op threads whose run is less work than this (multiply-adds and
+    # elements written, from static shapes: codegen/work.py) runs every node on the calling
+    # thread, as a 1-thread build; 0: always the threads.
+    min_threaded_work: int = SERIAL_WORK
     # Initializer values given by the caller (SessionOptions.add_initializer): name -> digest;
     # the arrays themselves travel in ``initializers`` (not part of the key).
     initializer_digests: tuple[tuple[str, str], ...] = ()
@@ -404,7 +409,8 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
     early = output_dir is not None and not embedded and not cuda   # (a library is built: its helper objects too)
     emit_options = EmitOptions(prefix=options.prefix, command=command or _command_line(), version=__version__,
                                profile=options.profile, memory=options.memory, threads=options.threads,
-                               inter_threads=options.inter_threads, target=target, embedded=embedded,
+                               inter_threads=options.inter_threads, min_threaded_work=options.min_threaded_work,
+                               target=target, embedded=embedded,
                                weights_file=options.weights, dim_bounds=dict(options.dim_bounds),
                                units=0 if embedded or cuda else usable_cores(),
                                helper_objects=not embedded and not cuda,

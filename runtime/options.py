@@ -32,6 +32,8 @@ class ExecutionOrder(enum.IntEnum):
 
 MARCH_KEY = "session.onnxc.march"
 PRECISION_KEY = "session.onnxc.precision"
+MIN_WORK_KEY = "session.onnxc.min_threaded_work"
+MIN_WORK_ENV = "ONNXC_MIN_THREADED_WORK"   # the default of sessions that do not set the key
 
 # Session config keys onnxruntime documents (onnxruntime_session_options_config_keys.h) with
 # what onnxc does with them; any other key warns, as it would have no effect.
@@ -71,6 +73,9 @@ CONFIG_KEYS = {
                    "float32 sums (CPUs with AVX512-BF16; refused elsewhere)",
     "session.onnxc.specialise_shapes": "a model with symbolic dims past the batch is also built for the input "
                                        "shapes it runs at: 'background' (the default), 'sync' or 'off'",
+    MIN_WORK_KEY: "with several intra-op threads, a model whose run is less work than this (multiply-adds and "
+                  "elements written, static shapes only; default 33554432) runs on the calling thread; '0': "
+                  "always the threads",
 }
 
 

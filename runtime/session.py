@@ -15,14 +15,15 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..codegen.work import SERIAL_WORK
 from ..compiler import dtypes as dt
 from ..compiler.errors import CompileError, InvalidArgument, ModelError, RuntimeFailure, UnsupportedError
 from ..driver import CompileOptions, compile_cached, optimize
 from . import cache, cuda, environment
 from .device import ON_DEVICE, DeviceArray
 from .loader import CompiledModel, read_manifest
-from .options import (MARCH_KEY, PRECISION_KEY, Env, ExecutionMode, GraphOptimizationLevel, RunOptions,
-                      SessionOptions, usable_cores)
+from .options import (MARCH_KEY, MIN_WORK_ENV, MIN_WORK_KEY, PRECISION_KEY, Env, ExecutionMode,
+                      GraphOptimizationLevel, RunOptions, SessionOptions, usable_cores)
 from .ortvalue import IOBinding, OrtValue
 from .profiler import Profiler
 from .specialise import SHAPES_ENV, SHAPES_KEY, SHAPES_MODES, ShapeTiers, SpecialisingModel, specialises_shapes
@@ -136,6 +137,8 @@ class InferenceSession:
         self._output_index = {o.name: k for k, o in enumerate(self._outputs)}
         self._log.info("session ready in %.1f ms: artifact %s, %d inputs, %d outputs",
                        (time.monotonic_ns() - init_start) / 1e6, folder, len(self._inputs), len(self._outputs))
+        if "one_thread" in m:   # a multi-threaded build of a model too small to split (codegen/work.py)
+            self._log.info("%s", m["one_thread"])
         if max(so.log_verbosity_level, environment.default_verbosity()) >= 1:
             self._log.debug("compile options: %s", self._model.manifest.get("options"))
         self._profiler: Optional[Profiler] = None
@@ -346,6 +349,7 @@ class InferenceSession:
                                  threads=int(so.intra_op_num_threads) or usable_cores(),
                                  inter_threads=(int(so.inter_op_num_threads) or usable_cores())
                                  if int(so.execution_mode) == 1 else 0,
+                                 min_threaded_work=min_threaded_work(so._config),
                                  denormal_as_zero=so._config.get("session.set_denormal_as_zero") == "1",
                                  march=_march(so._config.get(MARCH_KEY, "native")),
                                  precision=so._config.get(PRECISION_KEY, "fp32"))
@@ -845,6 +849,10 @@ def _as_built(so: SessionOptions, built: dict[str, Any]) -> SessionOptions:
         copy._config[PRECISION_KEY] = built["precision"]
     else:
         copy._config.pop(PRECISION_KEY, None)
+    if built.get("min_threaded_work", SERIAL_WORK) != SERIAL_WORK:
+        copy._config[MIN_WORK_KEY] = str(built["min_threaded_work"])
+    else:
+        copy._config.pop(MIN_WORK_KEY, None)
     return copy
 
 
@@ -852,6 +860,16 @@ def _cached_build(digest: str, options: CompileOptions) -> Optional[str]:
     """The cache's intact build of the model with this digest for ``options``, or None."""
     folder = os.path.join(cache.cache_root(), cache.artifact_key(digest, options.key(), options.toolchain().identity()))
     return folder if os.path.isdir(folder) and cache.is_intact(folder) else None
+
+
+def min_threaded_work(config: dict) -> int:
+    """The session.onnxc.min_threaded_work entry (else ONNXC_MIN_THREADED_WORK, else the
+    default): a multi-threaded build of a model with less work a run runs on one thread."""
+    value = config.get(MIN_WORK_KEY, os.environ.get(MIN_WORK_ENV) or str(SERIAL_WORK))
+    if not re.fullmatch(r"[0-9]+", value):
+        where = MIN_WORK_KEY if MIN_WORK_KEY in config else MIN_WORK_ENV
+        raise InvalidArgument(f"{where}={value!r}: expected a count of multiply-adds and elements (0: always the threads)")
+    return int(value)
 
 
 def _march(value: str) -> str:

@@ -16,6 +16,10 @@ def _private_cache(tmp_path_factory):
     # the default included). Elsewhere they would only add a compile to every test that runs a
     # model of symbolic dims twice, and load a library in the middle of the soak and memory tests.
     os.environ.setdefault("ONNXC_SPECIALISE_SHAPES", "off")
+    # The tests' models are small: multi-threaded builds of them would run on one thread
+    # (codegen/work.py), and the threaded kernels they check would not run. test_thread_pool.py
+    # checks the rule itself.
+    os.environ.setdefault("ONNXC_MIN_THREADED_WORK", "0")
     yield
 
 

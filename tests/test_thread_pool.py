@@ -77,6 +77,45 @@ def test_a_context_keeps_its_threads_for_its_life():
     assert not own & _thread_ids()         # they end with it
 
 
+def _small_model():
+    """PP-OCR's direction classifier's scale of work: a 3x3 convolution of 16 channels on 48 x 96
+    (2.1M multiply-adds), then ReLU."""
+    w = helper.make_tensor("w", T.FLOAT, [16, 16, 3, 3], np.random.default_rng(2).standard_normal(16 * 16 * 9).astype(np.float32))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])]
+    return make_model(nodes, [("x", T.FLOAT, [1, 16, 48, 96])], [("y", T.FLOAT, [1, 16, 48, 96])], [w])
+
+
+def test_a_model_too_small_to_split_runs_on_the_calling_thread(monkeypatch):
+    """Below session.onnxc.min_threaded_work (32M multiply-adds and elements by default, from
+    static shapes: codegen/work.py) a 2-thread build starts no pool and keeps every loop serial,
+    gives a 1-thread build's results, and its manifest says why; above it (the conv-GEMM model,
+    52M) the pool is there; the entry at 0 keeps the threads for any model, and a value that is
+    not a count is refused."""
+    monkeypatch.delenv("ONNXC_MIN_THREADED_WORK", raising=False)   # (the tests' default is 0)
+    small = _small_model()
+    x = {"x": np.random.default_rng(3).standard_normal((1, 16, 48, 96)).astype(np.float32)}
+    gc.collect()
+    before = _thread_ids()
+    sess = _session(small, 2)
+    assert "every node runs on the calling thread" in sess._model.manifest["one_thread"]
+    assert "ctx->pool = NULL;" in open(os.path.join(sess.artifact_dir, "model.c")).read()
+    one = sess.run(None, x)[0]
+    assert not _thread_ids() - before      # no pool threads
+    np.testing.assert_array_equal(one, _session(small, 1).run(None, x)[0])
+    big = _session(_conv_gemm_model(), 2)
+    big.run(None, FEED)
+    assert "one_thread" not in big._model.manifest and _thread_ids() - before
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.add_session_config_entry("session.onnxc.min_threaded_work", "0")
+    threaded = onnxc.InferenceSession(small.SerializeToString(), so)
+    assert "one_thread" not in threaded._model.manifest
+    np.testing.assert_array_equal(threaded.run(None, x)[0], sess.run(None, x)[0])
+    so.add_session_config_entry("session.onnxc.min_threaded_work", "lots")
+    with pytest.raises(onnxc.InvalidArgument, match="min_threaded_work"):
+        onnxc.InferenceSession(small.SerializeToString(), so)
+
+
 def test_results_do_not_depend_on_the_thread_count():
     model = _conv_gemm_model()
     expected = _session(model, 1).run(None, FEED)[0]
