@@ -176,3 +176,16 @@ def test_static_depthwise_conv_with_fused_activation():
                        [("y", TP.FLOAT, [2, 5, None, None])])
     feeds = {"x": rand(rng, (2, 5, 9, 11)), "w": rand(rng, (5, 1, 3, 3)), "b": rand(rng, (5,))}
     np.testing.assert_allclose(run_cuda(model, feeds, "FusedConv")[0], run_ort(model, feeds)[0], **EXACT)
+
+
+@pytest.mark.parametrize("act", ["Relu", "HardSwish"])
+def test_static_depthwise_conv_with_the_activation_in_its_store(act):
+    """Rows of whole vectors (32 wide): the C kernel applies a select-like activation as it
+    stores (conv.INLINE_ACTS) and the CUDA kernel, on the same data, too."""
+    rng = np.random.default_rng(12)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=5),
+             helper.make_node(act, ["c"], ["y"])]
+    model = make_model(nodes, [("x", TP.FLOAT, [1, 5, 16, 32]), ("w", TP.FLOAT, [5, 1, 3, 3]), ("b", TP.FLOAT, [5])],
+                       [("y", TP.FLOAT, [1, 5, 16, 32])])
+    feeds = {"x": rand(rng, (1, 5, 16, 32)) * 4, "w": rand(rng, (5, 1, 3, 3)), "b": rand(rng, (5,))}
+    np.testing.assert_allclose(run_cuda(model, feeds, "FusedConv")[0], run_ort(model, feeds)[0], **EXACT)

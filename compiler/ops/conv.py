@@ -241,6 +241,20 @@ DEPTHWISE_BLOCK_ROWS = 4
 EPILOGUE_SPAN = 512
 
 
+# Activations the depthwise kernel applies as it stores rows written straight into Y (without a
+# residual): a select or two in the row's vector loop, the same expressions as the epilogue's,
+# instead of a second pass over the channel's outputs (16 channels of 112 x 112, 3 x 3, ReLU,
+# one thread: 76 -> 66 us). {v}: the sum, {a}, {b}: the epilogue's alpha and beta.
+_HARD_SIGMOID = "(({a} * {v} + {b}) < 0.0f ? 0.0f : (({a} * {v} + {b}) > 1.0f ? 1.0f : ({a} * {v} + {b})))"
+INLINE_ACTS = {
+    "ONNXC_ACT_RELU": "({v} > 0.0f ? {v} : 0.0f)",
+    "ONNXC_ACT_CLIP": "({v} < {a} ? {a} : ({v} > {b} ? {b} : {v}))",
+    "ONNXC_ACT_LEAKY_RELU": "({v} >= 0.0f ? {v} : {v} * {a})",
+    "ONNXC_ACT_HARD_SIGMOID": _HARD_SIGMOID,
+    "ONNXC_ACT_HARD_SWISH": "({v} * " + _HARD_SIGMOID + ")",
+}
+
+
 def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
                   epilogue: dict[str, Any], fused: bool) -> Optional[Kernel]:
     """The ``c/conv_depthwise.c.j2`` kernel of a float32 2-D depthwise Conv with static sizes
@@ -260,6 +274,9 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     rs = pp.OW if direct else max(pp.QW, xv)   # the rows' stride
     planes = pp.floats + max(0, xv - pp.QW)   # (the last row's vector lanes past OW read this far)
     stride = thread_part(planes + (0 if direct else pp.OH * rs), 4)  # one thread's planes and row buffer
+    inline = INLINE_ACTS.get(epilogue["act"]) if fused and direct and not epilogue["residual"] else None
+    if inline is not None:
+        fused = False
     # Channels per block: a fused epilogue runs over a block's outputs at once.
     cb = max(1, -(-EPILOGUE_SPAN // (pp.OH * pp.OW))) if fused else 1
     data = {
@@ -269,6 +286,7 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
         "bias": f"{k.input(2).name}[c]" if k.has_input(2) else "0.0f",
         "epi": epilogue, "fused": fused, "residual": epilogue["residual"],
         "direct": direct, "CB": cb, "blocks": cexpr.div(cexpr.add(cexpr.mul(n, c), cb - 1), cb),
+        "store": (inline or "{v}").replace("{a}", epilogue["alpha"]).replace("{b}", epilogue["beta"]),
     }
     kernel = k.kernel("c/conv_depthwise.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)

@@ -130,6 +130,30 @@ def test_depthwise_conv(xshape, kernel, attrs, threads):
     assert_close(got, [np.maximum(y + z, 0)], atol=1e-4)
 
 
+@pytest.mark.parametrize("act, attrs, inline", [
+    ("Relu", {}, True), ("Clip", {}, True), ("LeakyRelu", {"alpha": 0.2}, True), ("HardSigmoid", {}, True),
+    ("HardSwish", {}, True), ("Sigmoid", {}, False)])
+@pytest.mark.parametrize("size", [32, 7])
+def test_depthwise_activations_applied_as_rows_are_stored(act, attrs, inline, size):
+    """Where a depthwise Conv writes its rows straight into Y (rows of whole vectors: 32 wide) and
+    has no residual, a fused activation that is a select or two is applied as each row is stored
+    (no second pass over the channel); others, and small maps (7 wide, through a row buffer),
+    keep the pass. Each matches onnxruntime's Conv then activation."""
+    c = 24
+    w, b = randn([c, 1, 3, 3]), randn([c])
+    inputs = ["C"] + (["lo", "hi"] if act == "Clip" else [])
+    nodes = [node("Conv", ["X", "W", "B"], "C", group=c, pads=[1, 1, 1, 1]), node(act, inputs, "Y", **attrs)]
+    inits = [helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()), helper.make_tensor("B", TP.FLOAT, [c], b)]
+    if act == "Clip":
+        inits += [helper.make_tensor("lo", TP.FLOAT, [], [-0.5]), helper.make_tensor("hi", TP.FLOAT, [], [0.75])]
+    model = make_model(nodes, [("X", TP.FLOAT, [1, c, size, size])], [("Y", TP.FLOAT, [1, c, size, size])], inits)
+    x = {"X": randn([1, c, size, size]) * 3}
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    assert_close(sess.run(None, x), run_ort(model, x), atol=1e-5)
+    source = open(os.path.join(sess.artifact_dir, "model.c")).read()
+    assert ("onnxc_epilogue_tile(&epi" not in source) == (inline and size == 32)
+
+
 def test_depthwise_rows_in_blocks_are_bit_identical_to_one_row_at_a_time(tmp_path, monkeypatch):
     """The depthwise kernel computes several output rows at once (sharing their plane loads),
     each output's taps in the kernel's order: the same bits as one row at a time, for 3x3 and
