@@ -316,6 +316,7 @@ def _one_pixel_pointwise(k: KernelContext, checks: list[dict[str, str]], epilogu
 SMALL_MAP_ROWS = 96
 SMALL_MAP_PATCH_FLOATS = 1 << 18
 SMALL_MAP_TABLE = 1 << 14     # entries of the positions-by-taps offset table, at most
+SMALL_MAP_WIDE = 512          # output channels from which a 1x1 Conv of a small map takes the kernel too (1 thread)
 
 
 def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
@@ -334,11 +335,15 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
     in_dims, out_dims = list(x.dims[2:]), list(y.dims[2:])
     positions = int(np.prod(out_dims, dtype=np.int64))
     # Where W times im2col would leave a fifth of its columns padding (49 positions: 64), and
-    # the patches cost no more than im2col would (not a 1x1 kernel, which reads X as it is);
-    # any map of under half a tile's width
+    # the patches cost no more than im2col would (not a 1x1 kernel, which reads X as it is,
+    # unless it has many output channels and one thread: then W^T's panels are what the GEMM
+    # streams, and each row of patches meets them all; 160 -> 960 channels on 7 x 7: 0.126 ->
+    # 0.116 ms, 2048 -> 512: 0.80 -> 0.76, but 960 -> 160: 0.124 -> 0.129, Sapphire Rapids; at 2
+    # threads 2048 -> 512 went 0.42 -> 0.46); any map of under half a tile's width
     padded = -(-positions // k.target.gemm_nr) * k.target.gemm_nr
+    wide = k.target.threads == 1 and isinstance(w.dims[0], int) and w.dims[0] >= SMALL_MAP_WIDE
     wasteful = positions <= SMALL_MAP_ROWS and (padded - positions) * 5 >= padded \
-        and any(v != 1 for v in win.kernel)
+        and (any(v != 1 for v in win.kernel) or wide)
     if (positions * 2 > k.target.gemm_nr and not wasteful) or (positions == 1 and all(v == 1 for v in win.kernel)):
         return None
     n, c, m = x.dims[0], x.dims[1], w.dims[0]

@@ -322,6 +322,26 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered, split):
     assert "Winograd" not in im2col
 
 
+@pytest.mark.parametrize("threads, channels, patches", [(1, 512, True), (2, 512, False), (1, 128, False)])
+def test_a_wide_1x1_conv_of_a_small_map_puts_the_positions_in_the_gemm_rows_on_one_thread(threads, channels, patches):
+    """A 1x1 Conv of a 7 x 7 map (49 positions, a fifth of im2col's columns padding) with 512
+    output channels or more takes the positions-as-rows kernel in a 1-thread build (W^T's panels
+    streamed once per block of positions); with fewer channels or more threads, W times X as it
+    is. Either way onnxruntime's values, the bias and ReLU applied."""
+    w, b = randn([channels, 96, 1, 1]) * 0.3, randn([channels])
+    model = make_model([node("Conv", ["X", "W", "B"], "C"), node("Relu", ["C"], "Y")], [("X", TP.FLOAT, [1, 96, 7, 7])],
+                       [("Y", TP.FLOAT, [1, channels, 7, 7])],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        assert ("scratch_patches" in f.read()) == patches
+    feed = {"X": randn([1, 96, 7, 7])}
+    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("x_shape, w_shape, attrs", [
     (["batch", 129, 4], [128, 129, 3], {"pads": [1, 1]}),                  # silero's encoder: 4 positions, padding
