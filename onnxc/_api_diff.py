@@ -172,10 +172,15 @@ NOTES: dict[tuple[str, str], str] = {
                                                     "`session.load_model_format` other than ONNX is refused; "
                                                     "onnxc's own: `session.onnxc.march` (the target CPU), "
                                                     "`session.onnxc.precision` (`bf16`: GEMMs and convolutions "
-                                                    "in bfloat16, docs/performance.md) and "
+                                                    "in bfloat16, docs/performance.md), "
                                                     "`session.onnxc.specialise_shapes` (builds for the input "
                                                     "shapes a model of symbolic dims runs at: `background`, "
-                                                    "the default, `sync` or `off`; docs/design.md)",
+                                                    "the default, `sync` or `off`; docs/design.md) and "
+                                                    "`session.onnxc.min_threaded_work` (with several intra-op "
+                                                    "threads, a model of less work a run, static shapes only, "
+                                                    "runs on the calling thread; default 33554432, or "
+                                                    "`ONNXC_MIN_THREADED_WORK`; `0`: always the threads; "
+                                                    "docs/performance.md)",
     ("SessionOptions", "add_free_dimension_override_by_name"): "done: the compiled code is specialised for the "
                                                                "size",
     ("SessionOptions", "add_free_dimension_override_by_denotation"): "done: the compiled code is specialised for "

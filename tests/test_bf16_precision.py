@@ -21,10 +21,11 @@ from onnx import helper
 import onnxc
 from helpers import make_model, run_ort
 from onnxc import cli, driver
-from onnxc.codegen import abi, helper_objects, minifloat
+from onnxc.codegen import c_emitter, helper_objects
+from onnxc.codegen.kernel import Target
 from onnxc.codegen.toolchain import Toolchain
 from onnxc.compiler.errors import InvalidArgument
-from onnxc.compiler.ops import _gemm, _winograd
+from onnxc.compiler.ops import _gemm
 from onnxc.runtime import cpu
 from onnxc.runtime.options import CONFIG_KEYS, PRECISION_KEY
 from tools import is_x86_64, missing, require_module
@@ -226,9 +227,8 @@ def _build_kernel(tmp_path, flags=FLAGS) -> str:
         pytest.skip("an AVX512-BF16 kernel: this machine is not x86-64")
     if shutil.which("gcc") is None:
         missing("needs gcc")
-    data = {**minifloat.helper_data(set()), **abi.helper_data(), "winograd": _winograd.helper_data(),
-            "embedded": False, "declare_only": False, "bf16_gemm": True, "version": "test", "threads": 1,
-            "pool_threads": 1}
+    # (the data of a 1-thread bf16 build's helper object, as the emitter makes it)
+    data = c_emitter._helper_unit_data(c_emitter.EmitOptions(version="test", target=Target(precision="bf16")), set())
     unit = helper_objects.helper_units([_gemm.HELPER], data)[helper_objects.unit_name(_gemm.HELPER)]
     source = tmp_path / "bf16_gemm.c"
     source.write_text(HARNESS % unit)

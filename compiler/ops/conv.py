@@ -241,10 +241,12 @@ DEPTHWISE_BLOCK_ROWS = 4
 EPILOGUE_SPAN = 512
 
 
-# Activations the depthwise kernel applies as it stores its rows (where there is no residual): a
-# select or two in the row's vector loop, the same expressions as the epilogue's,
-# instead of a second pass over the channel's outputs (16 channels of 112 x 112, 3 x 3, ReLU,
-# one thread: 76 -> 66 us). {v}: the sum, {a}, {b}: the epilogue's alpha and beta.
+# Activations the depthwise kernel applies as it stores rows straight into Y (rows of whole
+# vectors, no residual): a select or two in the row's vector loop, the same expressions as the
+# epilogue's, instead of a second pass over the channel's outputs (16 channels of 112 x 112,
+# 3 x 3, ReLU, one thread: 77-79 -> 67-69 us; clang, which does not vectorize the loop with them,
+# applies them to each block of rows after it). Small maps keep the pass over spans of channels.
+# {v}: the sum, {a}, {b}: the epilogue's alpha and beta.
 _HARD_SIGMOID = "(({a} * {v} + {b}) < 0.0f ? 0.0f : (({a} * {v} + {b}) > 1.0f ? 1.0f : ({a} * {v} + {b})))"
 INLINE_ACTS = {
     "ONNXC_ACT_RELU": "({v} > 0.0f ? {v} : 0.0f)",
@@ -274,7 +276,7 @@ def _depthwise_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks
     rs = pp.OW if direct else max(pp.QW, xv)   # the rows' stride
     planes = pp.floats + max(0, xv - pp.QW)   # (the last row's vector lanes past OW read this far)
     stride = thread_part(planes + (0 if direct else pp.OH * rs), 4)  # one thread's planes and row buffer
-    inline = INLINE_ACTS.get(epilogue["act"]) if fused and not epilogue["residual"] else None
+    inline = INLINE_ACTS.get(epilogue["act"]) if fused and direct and not epilogue["residual"] else None
     if inline is not None:
         fused = False
     # Channels per block: a fused epilogue runs over a block's outputs at once.
