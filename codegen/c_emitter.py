@@ -237,17 +237,16 @@ class CEmitter:
         return d if isinstance(d, int) else self.dim_var(d)
 
     # --- entry ----------------------------------------------------------
-    def _serial_model(self) -> bool:
-        """A multi-threaded build of a model too small to split (work.py): no pool, and no
-        kernel's loop over the thresholds; a note says so."""
+    def _one_thread(self) -> Optional[str]:
+        """Why a multi-threaded build of a model too small to split (work.py) has no pool and
+        no kernel's loop over the thresholds; None for any other build."""
         if self.is_body or self.opt.threads <= 1 or self.opt.inter_threads > 0 or self.opt.embedded:
-            return False
+            return None
         work = model_work(self.g)
         if work is None or work >= self.opt.min_threaded_work:
-            return False
-        self.unit.notes.append(f"model: {work / 1e6:.1f}M multiply-adds and elements a run, under "
-                               f"{self.opt.min_threaded_work / 1e6:.1f}M: every node runs on the calling thread")
-        return True
+            return None
+        return (f"{work / 1e6:.1f}M multiply-adds and elements a run, under {self.opt.min_threaded_work / 1e6:.1f}M: "
+                "every node runs on the calling thread")
 
     def emit(self) -> CModel:
         g = self.g
@@ -264,6 +263,9 @@ class CEmitter:
             helpers.insert(0, "c/helpers/minifloat.c.j2")
         helper_data = self._helper_data(used_types)
         shared = helper_objects.SHARED if self.opt.helper_objects else {}
+        one_thread = self._one_thread()
+        if one_thread is not None:
+            unit.notes.append(f"model: {one_thread}")
         data = {
             "banner": {"command": comment(self.opt.command), "version": comment(self.opt.version),
                        "graph": comment(g.name)},
@@ -283,7 +285,7 @@ class CEmitter:
             "threads": max(int(self.opt.threads), 1),
             # the most threads a region asks for: intra-op loops, or the nodes of an inter-op step
             "pool_threads": max(int(self.opt.threads), int(self.opt.inter_threads), 1),
-            "serial_model": self._serial_model(),
+            "serial_model": one_thread is not None,
             "profile_max_dims": PROFILE_MAX_DIMS,
             "rng_streams": unit.rng_streams,
             "embedded": False,
@@ -309,8 +311,8 @@ class CEmitter:
         header = render("c/model.h.j2", {"prefix": self.opt.prefix, "banner": data["banner"],
                                          **abi.header_data(self.opt.prefix, self._abi_features())})
         extra: dict[str, Any] = {"random": True} if unit.rng_streams else {}
-        if data["serial_model"]:   # (the note _serial_model left)
-            extra["one_thread"] = next(n for n in unit.notes if n.startswith("model: "))[len("model: "):]
+        if one_thread is not None:
+            extra["one_thread"] = one_thread
         if self.opt.profile:
             extra |= {"profile_nodes": unit.profile_nodes, "profile_max_dims": PROFILE_MAX_DIMS}
         helper_units = helper_objects.helper_units(helpers, _helper_unit_data(self.opt, used_types)) \

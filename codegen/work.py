@@ -62,8 +62,3 @@ def model_work(graph: Graph) -> Optional[int]:
             return None
         total += work
     return total
-
-
-def too_small_to_split(graph: Graph) -> bool:
-    work = model_work(graph)
-    return work is not None and work < SERIAL_WORK

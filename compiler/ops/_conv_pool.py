@@ -310,7 +310,7 @@ class GlobalPool(OpDef):
         lanes = 16 if step == "acc += v;" and x.dtype is dt.FLOAT else 0
         return k.kernel("c/global_pool.c.j2", NC=cexpr.lit(cexpr.mul(x.dims[0], x.dims[1])), IN=size,
                         X=x.name, Y=y.name, xt=x.ctype, ct=x.compute, load=x.dtype.load.format("xp[i]"),
-                        init=init, step=step, store=y.store(result), lanes=lanes, parallel=True)
+                        init=init, step=step, store=y.store(result), lanes=lanes)
 
     def reduction(self, node: Node, x: TensorRef, size: str) -> tuple[str, str, str]:
         """(accumulator start, statement folding v into acc, result of acc)."""
