@@ -260,6 +260,21 @@ def test_split_padding_regions_leaves_ordinary_padding_alone():
         assert g.dump() == before
 
 
+def test_split_padding_regions_leaves_small_maps_whose_regions_would_reread_the_weights():
+    """A 3x3 Conv with pads of 1 on a 4x4 map multiplies padding with 31% of its products, but
+    its 9 regions would read the weights' taps 49 times where the whole Conv reads 9: left
+    whole. A dilated one on a small map (12x12, dilation 6: every output reads two of the
+    three kernel rows and columns, 56% of the products are padding's; 4 regions of 2x2 taps
+    read 16) is still split."""
+    from onnxc.compiler.passes.padding import split_padding_regions
+    for dilation, size, split in ((1, 4, False), (6, 12, True)):
+        g = build_graph(_aspp_conv(dilation, channels=512, size=size))
+        infer_shapes(g)
+        before = g.dump()
+        split_padding_regions(g)
+        assert (g.dump() != before) == split, (dilation, size)
+
+
 def test_convolutions_split_into_regions_match_onnxruntime_and_the_whole_conv():
     from helpers import assert_matches_ort
     rng = np.random.default_rng(1)

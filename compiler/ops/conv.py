@@ -319,6 +319,7 @@ SMALL_MAP_ROWS = 96
 SMALL_MAP_PATCH_FLOATS = 1 << 18
 SMALL_MAP_TABLE = 1 << 14     # entries of the positions-by-taps offset table, at most
 SMALL_MAP_WIDE = 512          # output channels from which a 1x1 Conv of a small map takes the kernel too (1 thread)
+SMALL_MAP_BACK_ROWS = 16       # output channels a thread writes back to Y's layout (and its residual) at a time
 
 
 def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
@@ -378,7 +379,7 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
     data = {"checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "K": kk, "S": positions, "T": taps,
             "IN": in_size, "NB": images, "src": src, "base": base, "tap": tap, "packed": packed,
             "x_ptr": x.name, "y_ptr": y.name, "bias_ptr": k.input(2).name if k.has_input(2) else "NULL",
-            "epi": epilogue, "residual": epilogue["residual"]}
+            "epi": epilogue, "residual": epilogue["residual"], "MB": SMALL_MAP_BACK_ROWS}
     kernel = k.kernel("c/conv_small_map.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["patches"] = rows * kk * 4
     kernel.scratch["product"] = rows * m * 4

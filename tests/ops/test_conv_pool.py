@@ -342,7 +342,7 @@ def test_a_wide_1x1_conv_of_a_small_map_puts_the_positions_in_the_gemm_rows_on_o
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, "2, every loop split"])
 @pytest.mark.parametrize("x_shape, w_shape, attrs", [
     (["batch", 129, 4], [128, 129, 3], {"pads": [1, 1]}),                  # silero's encoder: 4 positions, padding
     (["batch", 1, 640], [66, 1, 256], {"strides": [128]}),                 # an STFT as a convolution, no padding
@@ -352,7 +352,7 @@ def test_a_wide_1x1_conv_of_a_small_map_puts_the_positions_in_the_gemm_rows_on_o
     ([2, 24, 7, 7], [40, 24, 5, 5], {"pads": [2, 2, 2, 2]}),               # 49 positions: im2col's GEMM computes 64
     ([3, 16, 6, 6], [20, 16, 2, 2], {}),                                   # 25 positions of 32
 ])
-def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape, w_shape, attrs):
+def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape, w_shape, attrs, tmp_path):
     """A map of fewer positions than half a GEMM tile's width, or of so many that a fifth of W
     times im2col's columns would be padding: the images' positions become the GEMM's rows and
     the output channels its columns (Y^T = patches W^T), blocks of images at a time, written
@@ -372,10 +372,17 @@ def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape
                        [("Y", TP.FLOAT, [None] * (rank + 2))],
                        initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
                                      helper.make_tensor("B", TP.FLOAT, b.shape, b)])
-    so = onnxc.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.add_session_config_entry("session.onnxc.march", AVX2_MARCH)   # 16-column tiles: maps of up to 8 positions
-    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    if isinstance(threads, int):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.add_session_config_entry("session.onnxc.march", AVX2_MARCH)   # 16-column tiles: maps of up to 8 positions
+        session = onnxc.InferenceSession(model.SerializeToString(), so)
+    else:   # (the patches, the GEMM and the write-back each split between the threads, however small)
+        folder = str(tmp_path / "model")
+        onnxc.compile_model(model.SerializeToString(), folder, onnxc.CompileOptions(
+            threads=2, march=AVX2_MARCH, min_threaded_work=0,
+            extra_cflags=("-DONNXC_PARALLEL_MIN_WORK=1", "-DONNXC_PARALLEL_MIN_MACS=1")))
+        session = onnxc.InferenceSession(folder)
     with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
         assert "scratch_patches" in f.read()
     for n in (batch, 1) if x_shape[0] == "batch" else (batch,):   # (a free batch: any count of blocks)
