@@ -231,6 +231,14 @@ def balanced_rows(rows: int, total: int, inner: int, threads: int) -> int:
 # tiny CNN (planes of 14-20 KiB); 1.03-1.08 (up to 1.28 at 2 threads) on YOLO and VGG-19
 # (megabytes of planes) and on SqueezeNet and Inception-v2 (rows of 13-56 columns, in pieces).
 GATHER_PLANES_BYTES = 1 << 18
+# ... and a network's first convolution by a wide kernel, of an image's few channels, whatever
+# its map's size and width: im2col would write 49 taps a channel out and the GEMM copy them
+# again (a 7x7 stride-2 Conv of 3 channels at 224x224: 1.87 -> 1.66 ms at 1 thread, 1.00 ->
+# 0.91 at 2, Sapphire Rapids); its planes are about the size of the image. A 3x3 kernel's 27
+# rows stay with im2col: 3 -> 32 channels stride 2 at 640x640 took 2.10 ms by im2col, 2.38 gathered.
+GATHER_IMAGE_CHANNELS = 4
+GATHER_IMAGE_TAPS = 49
+GATHER_IMAGE_BYTES = 1 << 24
 
 MAX_DEPTHWISE_TAPS = 64     # kernel taps the depthwise kernel unrolls (7x7 is 49)
 # Output rows the depthwise kernel computes together (kernels of up to 25 taps; 2 above):
@@ -399,7 +407,9 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     m, cg = w.dims[:2]
     mg, mr = m // group, k.target.gemm_mr
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
-    if pp.OW % k.target.gemm_nr != 0 or c * pp.floats * 4 > GATHER_PLANES_BYTES:
+    image = c <= GATHER_IMAGE_CHANNELS and len(pp.taps) >= GATHER_IMAGE_TAPS \
+        and c * pp.floats * 4 <= GATHER_IMAGE_BYTES
+    if not image and (pp.OW % k.target.gemm_nr != 0 or c * pp.floats * 4 > GATHER_PLANES_BYTES):
         return None
     out = pp.OH * pp.OW
     kk = cg * len(pp.taps)

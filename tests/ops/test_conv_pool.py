@@ -259,6 +259,22 @@ def test_conv_gathers_its_gemm_input_from_planes(threads, attrs, size):
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)   # borders still zero
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("size", [45, 230])
+def test_a_first_7x7_conv_of_an_image_gathers_from_planes_whatever_its_width(threads, size):
+    """A network's first convolution (3 channels, 7x7, stride 2) gathers B from the image's
+    planes although its output rows (23 or 115 columns) are no whole GEMM panels, which are
+    then copied in pieces across row ends, and the planes are larger than the cache-sized
+    limit of other convolutions (at 230x230)."""
+    out = (size + 6 - 7) // 2 + 1
+    model, session, source = conv_residual_relu(randn([16, 3, 7, 7]) * 0.3, [2, 3, size, size], [2, 16, out, out],
+                                                threads, pads=[3, 3, 3, 3], strides=[2, 2])
+    assert "&gather," in source
+    feed = {"X": randn([2, 3, size, size]), "Z": randn([2, 16, out, out])}
+    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+    assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)   # borders still zero
+
+
 @pytest.mark.parametrize("m", _winograd.TILES)
 def test_winograd_matrices_compute_the_correlation_exactly(m):
     """In exact arithmetic A^T [(G g G^T) . (B^T d B)] A is the m x m valid correlation of a
