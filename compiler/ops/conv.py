@@ -345,7 +345,10 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
         return None
     in_dims, out_dims = list(x.dims[2:]), list(y.dims[2:])
     positions = int(np.prod(out_dims, dtype=np.int64))
-    # Where W times im2col would leave a fifth of its columns padding (49 positions: 64), and
+    # Where W times im2col would leave an eighth of its columns padding (49 positions: 64; 81:
+    # 96, the 9x9 regions of DeepLabV3's dilated ASPP convolutions, 960 -> 256 channels: 3.36 ->
+    # 3.04 ms at 1 thread, 1.87 -> 1.92 at 2; 256 channels 3x3 on 9x9: 0.55 / 0.38 -> 0.55 /
+    # 0.35, Sapphire Rapids, the fastest of a noisy machine's 25 runs), and
     # the patches cost no more than im2col would (not a 1x1 kernel, which reads X as it is,
     # unless it has many output channels and one thread: then W^T's panels are what the GEMM
     # streams, and each row of patches meets them all; 160 -> 960 channels on 7 x 7: 0.126 ->
@@ -353,7 +356,7 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
     # threads 2048 -> 512 went 0.42 -> 0.46); any map of under half a tile's width
     padded = -(-positions // k.target.gemm_nr) * k.target.gemm_nr
     wide = k.target.threads == 1 and isinstance(w.dims[0], int) and w.dims[0] >= SMALL_MAP_WIDE
-    wasteful = positions <= SMALL_MAP_ROWS and (padded - positions) * 5 >= padded \
+    wasteful = positions <= SMALL_MAP_ROWS and (padded - positions) * 8 >= padded \
         and (any(v != 1 for v in win.kernel) or wide)
     if (positions * 2 > k.target.gemm_nr and not wasteful) or (positions == 1 and all(v == 1 for v in win.kernel)):
         return None

@@ -366,6 +366,7 @@ def test_a_wide_1x1_conv_of_a_small_map_puts_the_positions_in_the_gemm_rows_on_o
     ([3, 8, 5, 4, 4], [12, 8, 3, 2, 2], {"strides": [2, 2, 2], "pads": [1, 0, 1, 0, 0, 0]}),  # 3-D
     ([5, 6, 3, 3], [9, 6, 3, 3], {"auto_pad": "VALID"}),                   # one position of a 3x3 kernel
     ([2, 24, 7, 7], [40, 24, 5, 5], {"pads": [2, 2, 2, 2]}),               # 49 positions: im2col's GEMM computes 64
+    ([2, 16, 9, 9], [24, 16, 3, 3], {"pads": [1, 1, 1, 1]}),               # 81 positions: im2col's computes 96
     ([3, 16, 6, 6], [20, 16, 2, 2], {}),                                   # 25 positions of 32
 ])
 def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape, w_shape, attrs, tmp_path):
