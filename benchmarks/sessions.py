@@ -8,7 +8,7 @@ from typing import Any
 
 def onnxc_session(model_path: str, threads: int, precision: str = "fp32") -> Any:
     """onnxc with ``threads`` intra-op threads (a build with OpenMP when above one), its GEMMs in
-    ``precision`` (session.onnxc.precision). A model with symbolic dims past the batch is built
+    ``precision`` (session.onnxc.precision). A model with symbolic input dims (a free batch too) is built
     for the shape it is timed at during the warm-up runs (``sync``), where a session by default
     builds it in the background while the generic build serves the runs: the timed runs measure
     the state the default reaches seconds later."""

@@ -71,7 +71,7 @@ CONFIG_KEYS = {
                "...), 'native' (the default: this machine) or '' (portable C)",
     PRECISION_KEY: "'fp32' (the default) or 'bf16': float32 MatMul, Gemm and Conv multiply in bfloat16 with "
                    "float32 sums (CPUs with AVX512-BF16; refused elsewhere)",
-    "session.onnxc.specialise_shapes": "a model with symbolic dims past the batch is also built for the input "
+    "session.onnxc.specialise_shapes": "a model with symbolic input dims (a free batch too) is also built for the input "
                                        "shapes it runs at: 'background' (the default), 'sync' or 'off'",
     MIN_WORK_KEY: "with several intra-op threads, a model whose run is less work than this (multiply-adds and "
                   "elements written, static shapes only; default 33554432) runs on the calling thread; '0': "

@@ -195,7 +195,7 @@ class InferenceSession:
                                      f"(arena and weights), over gpu_mem_limit {limit}")
 
     def _tier_shapes(self) -> None:
-        """A model with symbolic dims past the batch gets builds for the input shapes it runs at
+        """A model with symbolic input dims (a free batch too) gets builds for the input shapes it runs at
         (runtime/specialise.py, ShapeTiers): session.onnxc.specialise_shapes = background (the
         default, or the ONNXC_SPECIALISE_SHAPES environment variable's value), sync or off."""
         mode = self._sess_options._config.get(SHAPES_KEY, os.environ.get(SHAPES_ENV) or "background")

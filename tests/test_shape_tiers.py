@@ -3,6 +3,7 @@ ShapeTiers; session.onnxc.specialise_shapes), compared with onnxruntime at every
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -88,11 +89,31 @@ def test_background_builds_while_the_generic_build_serves():
     assert again._model.specialisations == 1
 
 
-def test_off_batch_only_and_bad_values():
+def test_off_and_bad_values():
     assert isinstance(session(conv_net(), "off")._model, CompiledModel)
-    assert isinstance(session(conv_net(("N", 3, 16, 16)), "sync")._model, CompiledModel)   # a free batch alone
     with pytest.raises(onnxc.InvalidArgument, match="specialise_shapes"):
         session(conv_net(), "always")
+
+
+def test_a_free_batch_alone_is_built_for_too_with_its_intermediates_in_one_arena():
+    """The generic build of a model whose batch alone is free leaves its intermediates to the
+    allocator (a slot allocated at run time for each); the build for the batch it runs at
+    plans them in its arena."""
+    def allocates(model) -> bool:
+        with open(os.path.join(model.folder, "model.c"), encoding="utf-8") as f:
+            return "onnxc_slot_alloc(ctx, &heap[" in f.read()
+
+    model = conv_net(("N", 3, 16, 16))
+    sess = session(model, "sync")
+    tiers = sess._model
+    assert isinstance(tiers, specialise.ShapeTiers)
+    assert allocates(tiers.generic)
+    for _ in range(specialise.SHAPES_AFTER):
+        check(sess, model, [2, 3, 16, 16])
+    built = tiers._ready[((2, 3, 16, 16),)]
+    assert not allocates(built) and all(isinstance(d, int) for d in built.inputs[0]["shape"])
+    check(sess, model, [2, 3, 16, 16])
+    check(sess, model, [3, 3, 16, 16])     # another batch: the generic build
 
 
 def test_a_session_builds_for_at_most_a_few_shapes(monkeypatch):
