@@ -390,7 +390,8 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
     data = {"checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "K": kk, "S": positions, "T": taps,
             "IN": in_size, "NB": images, "src": src, "base": base, "tap": tap, "packed": packed,
             "x_ptr": x.name, "y_ptr": y.name, "bias_ptr": k.input(2).name if k.has_input(2) else "NULL",
-            "epi": epilogue, "residual": epilogue["residual"], "MB": SMALL_MAP_BACK_ROWS}
+            "epi": epilogue, "residual": epilogue["residual"], "MB": SMALL_MAP_BACK_ROWS,
+            "MBLOCKS": -(-m // SMALL_MAP_BACK_ROWS)}
     kernel = k.kernel("c/conv_small_map.c.j2", helpers=(_gemm.HELPER,), **data)
     kernel.scratch["patches"] = rows * kk * 4
     kernel.scratch["product"] = rows * m * 4
@@ -410,9 +411,9 @@ def _gathered_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     m, cg = w.dims[:2]
     mg, mr = m // group, k.target.gemm_mr
     pp = phase_planes(x.dims[2:], y.dims[2:], win.kernel, win.strides, win.dilations, begins)
-    image = c <= GATHER_IMAGE_CHANNELS and len(pp.taps) >= GATHER_IMAGE_TAPS \
-        and c * pp.floats * 4 <= GATHER_IMAGE_BYTES
-    if not image and (pp.OW % k.target.gemm_nr != 0 or c * pp.floats * 4 > GATHER_PLANES_BYTES):
+    plane_bytes = c * pp.floats * 4
+    image = c <= GATHER_IMAGE_CHANNELS and len(pp.taps) >= GATHER_IMAGE_TAPS and plane_bytes <= GATHER_IMAGE_BYTES
+    if not image and (pp.OW % k.target.gemm_nr != 0 or plane_bytes > GATHER_PLANES_BYTES):
         return None
     out = pp.OH * pp.OW
     kk = cg * len(pp.taps)
