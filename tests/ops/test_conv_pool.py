@@ -239,6 +239,28 @@ def conv_residual_relu(w, x_shape, y_shape, threads, disabled=("conv_winograd",)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("x_shape, w_shape, attrs", [
+    ([1, 8, 9, 11], [12, 8, 3, 3], {"pads": [1, 1, 1, 1]}),
+    ([1, 6, 10, 13], [8, 6, 5, 5], {"pads": [2, 4, 2, 4], "dilations": [1, 2]}),
+    ([1, 5, 7, 9], [7, 5, 3, 3], {"pads": [0, 1, 2, 1]}),                 # rows padded unevenly
+    ([2, 5, 5, 19], [6, 5, 7, 7], {"pads": [3, 3, 3, 3]}),                # a kernel larger than the map
+    ([1, 4, 6, 10], [5, 4, 1, 7], {"pads": [0, 3, 0, 3]}),
+    ([1, 3, 12, 21], [4, 3, 2, 2], {"auto_pad": "SAME_UPPER"}),
+    ([1, 32, 40, 37], [48, 32, 3, 3], {"pads": [1, 1, 1, 1]}),             # in bands of output rows
+])
+def test_a_same_conv_of_stride_1_copies_each_tap_as_one_shifted_run(threads, x_shape, w_shape, attrs):
+    """Stride 1 and output rows as long as the input's: each tap's rows of im2col are one
+    shifted copy of the input's rows, with the columns brought in from a neighbouring row and
+    the rows outside the input zeroed (twice: the buffer keeps the first run's values)."""
+    model, session, source = conv_residual_relu(randn(w_shape) * 0.3, x_shape,
+                                                [x_shape[0], w_shape[0], *x_shape[2:]], threads, **attrs)
+    assert "from a neighbouring row" in source
+    for _ in range(2):
+        feed = {"X": randn(x_shape), "Z": randn([x_shape[0], w_shape[0], *x_shape[2:]])}
+        assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("attrs, size", [
     ({"pads": [1, 1, 1, 1]}, 16),                              # output rows of one panel
     ({"pads": [1, 1, 1, 1]}, 48),                              # of three, split among threads
