@@ -12,11 +12,20 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from ..compiler import dtypes as dt
 from ..compiler.ir import Graph, Node
+from ..compiler.ops._gemm import FEW_ROWS
 
 # multiply-adds plus elements written: PP-OCR's classifier ~19M (0.4 ms at one thread, slower at
 # two), openWakeWord's embedding model ~43M (0.9 ms, faster at two)
 SERIAL_WORK = 32 << 20
+
+# ... unless a matrix-vector product (fewer than FEW_ROWS rows) of constant weights streams at
+# least this many floats of them from memory each run: the float32 GEMM's own threshold for such
+# products (ONNXC_PARALLEL_MIN_MACS / 8). Two cores stream them faster than one, and the product
+# leaves only a vector in the other core's cache: a 784-512-256-10 MLP at batch 1 took 0.043 ms
+# at 2 threads on one, 0.015 split (Sapphire Rapids).
+STREAMED_WEIGHTS_SPLIT = 1 << 18
 
 # ops whose work is the output's elements times the reduced length of a product
 _CONVS = {"Conv", "FusedConv", "ConvInteger", "QLinearConv", "NhwcConv"}
@@ -62,3 +71,19 @@ def model_work(graph: Graph) -> Optional[int]:
             return None
         total += work
     return total
+
+
+def streams_weights(graph: Graph) -> bool:
+    """Whether a matrix-vector product of the graph streams at least STREAMED_WEIGHTS_SPLIT
+    floats of constant weights a run (static shapes): worth both cores however small the model."""
+    for node in graph.nodes:
+        if node.op_type not in ("MatMul", "FusedMatMul", "Gemm") or len(node.inputs) < 2:
+            continue
+        b, y = node.inputs[1], node.outputs[0] if node.outputs else None
+        if b is None or b.const is None or y is None or not y.static or not y.shape \
+                or b.dtype is not dt.FLOAT or y.dtype is not dt.FLOAT:
+            continue
+        rows = _numel(y.shape) // max(1, int(y.shape[-1]))
+        if rows < FEW_ROWS and _numel(b.shape) >= STREAMED_WEIGHTS_SPLIT:
+            return True
+    return False

@@ -124,6 +124,25 @@ def test_a_model_too_small_to_split_runs_on_the_calling_thread(monkeypatch):
         onnxc.InferenceSession(small.SerializeToString(), so)
 
 
+@pytest.mark.parametrize("rows, outputs, threaded", [(1, 512, True), (1, 256, False), (4, 512, False)])
+def test_a_small_model_streaming_weights_through_a_matrix_vector_product_keeps_its_threads(monkeypatch, rows,
+                                                                                           outputs, threaded):
+    """A batch-1 MLP's first layer (784 x 512 weights: 0.4M multiply-adds, far under the 32M of
+    session.onnxc.min_threaded_work) streams 1.6 MB of weights a run: two cores stream them
+    faster than one and leave only a vector in each other's cache, so from 256K floats of
+    weights (the GEMM's own threshold for such products) the model keeps its pool; a smaller
+    product, or one of enough rows to reuse its weights, does not."""
+    monkeypatch.delenv("ONNXC_MIN_THREADED_WORK", raising=False)
+    rng = np.random.default_rng(4)
+    w = helper.make_tensor("w", T.FLOAT, [784, outputs], rng.standard_normal(784 * outputs).astype(np.float32) * 0.05)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])]
+    model = make_model(nodes, [("x", T.FLOAT, [rows, 784])], [("y", T.FLOAT, [rows, outputs])], [w])
+    sess = _session(model, 2)
+    assert ("one_thread" not in sess._model.manifest) == threaded
+    x = {"x": rng.standard_normal((rows, 784)).astype(np.float32)}
+    np.testing.assert_allclose(sess.run(None, x)[0], _session(model, 1).run(None, x)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_results_do_not_depend_on_the_thread_count():
     model = _conv_gemm_model()
     expected = _session(model, 1).run(None, FEED)[0]
