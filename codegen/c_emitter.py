@@ -30,7 +30,7 @@ from .names import Mangler, c_string, comment
 from .templates import render
 from .units import split_units
 from .uses import DimVar, Reads, Uses, plain
-from .work import model_work, streams_weights
+from .work import LARGE_NODE_SHARE, largest_node_work, model_work, streams_weights
 
 if TYPE_CHECKING:
     from .cuda_shells import Shell
@@ -243,7 +243,8 @@ class CEmitter:
         if self.is_body or self.opt.threads <= 1 or self.opt.inter_threads > 0 or self.opt.embedded:
             return None
         work = model_work(self.g)
-        if work is None or work >= self.opt.min_threaded_work or streams_weights(self.g):
+        if work is None or work >= self.opt.min_threaded_work or streams_weights(self.g) \
+                or largest_node_work(self.g) * LARGE_NODE_SHARE >= self.opt.min_threaded_work:
             return None
         return (f"{work / 1e6:.1f}M multiply-adds and elements a run, under {self.opt.min_threaded_work / 1e6:.1f}M: "
                 "every node runs on the calling thread")

@@ -5,7 +5,8 @@ A model that runs in well under a millisecond (PP-OCR's direction classifier: 16
 multiply-adds) was slower with 2 threads than with 1 even with every kernel's own threshold:
 each split kernel leaves its output in two cores' caches, and the next kernel, split or not,
 reads half of it from the other core. Below ``SERIAL_WORK`` a build for several threads runs
-every node on the calling thread (no pool), as a 1-thread build does.
+every node on the calling thread (no pool), as a 1-thread build does, unless one node is a large
+share of that by itself or a matrix-vector product streams large weights (below).
 """
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from ..compiler.ops._gemm import FEW_ROWS
 # two), openWakeWord's embedding model ~43M (0.9 ms, faster at two)
 SERIAL_WORK = 32 << 20
 
-# ... unless a matrix-vector product (fewer than FEW_ROWS rows) of constant weights streams at
+# ... unless one node is at least this share of the threshold by itself: its split (a 256 x 256 x
+# 256 MatMul, 17M multiply-adds: 163 -> 253-273 GFLOP/s at 2 threads, Sapphire Rapids) gains more
+# than its neighbours lose to reading its output from two caches. (PP-OCR's classifier, 16M in
+# all, has no node above 1.3M.)
+LARGE_NODE_SHARE = 4
+
+# ... or a matrix-vector product (fewer than FEW_ROWS rows) of constant weights streams at
 # least this many floats of them from memory each run: the float32 GEMM's own threshold for such
 # products (ONNXC_PARALLEL_MIN_MACS / 8). Two cores stream them faster than one, and the product
 # leaves only a vector in the other core's cache: a 784-512-256-10 MLP at batch 1 took 0.043 ms
@@ -87,3 +94,8 @@ def streams_weights(graph: Graph) -> bool:
         if rows < FEW_ROWS and _numel(b.shape) >= STREAMED_WEIGHTS_SPLIT:
             return True
     return False
+
+
+def largest_node_work(graph: Graph) -> int:
+    """The work of the graph's largest node whose work its static shapes tell (0: none)."""
+    return max((w for w in map(_node_work, graph.nodes) if w is not None), default=0)

@@ -78,11 +78,11 @@ def test_a_context_keeps_its_threads_for_its_life():
 
 
 def _small_model():
-    """PP-OCR's direction classifier's scale of work: a 3x3 convolution of 16 channels on 48 x 96
-    (2.1M multiply-adds), then ReLU."""
-    w = helper.make_tensor("w", T.FLOAT, [16, 16, 3, 3], np.random.default_rng(2).standard_normal(16 * 16 * 9).astype(np.float32))
+    """A node of PP-OCR's direction classifier's scale: a 3x3 convolution of 8 channels on 48 x 96
+    (2.7M multiply-adds; the classifier's largest is 1.3M), then ReLU."""
+    w = helper.make_tensor("w", T.FLOAT, [8, 8, 3, 3], np.random.default_rng(2).standard_normal(8 * 8 * 9).astype(np.float32))
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])]
-    return make_model(nodes, [("x", T.FLOAT, [1, 16, 48, 96])], [("y", T.FLOAT, [1, 16, 48, 96])], [w])
+    return make_model(nodes, [("x", T.FLOAT, [1, 8, 48, 96])], [("y", T.FLOAT, [1, 8, 48, 96])], [w])
 
 
 def test_a_model_too_small_to_split_runs_on_the_calling_thread(monkeypatch):
@@ -93,7 +93,7 @@ def test_a_model_too_small_to_split_runs_on_the_calling_thread(monkeypatch):
     not a count is refused."""
     monkeypatch.delenv("ONNXC_MIN_THREADED_WORK", raising=False)   # (the tests' default is 0)
     small = _small_model()
-    x = {"x": np.random.default_rng(3).standard_normal((1, 16, 48, 96)).astype(np.float32)}
+    x = {"x": np.random.default_rng(3).standard_normal((1, 8, 48, 96)).astype(np.float32)}
     sess = _session(small, 2)
     assert "every node runs on the calling thread" in sess._model.manifest["one_thread"]
     assert "ctx->pool = NULL;" in open(os.path.join(sess.artifact_dir, "model.c")).read()
@@ -328,3 +328,19 @@ def test_a_woken_pool_thread_keeps_off_the_callers_cpu():
         assert any(cpu != here for cpu in ran_on), f"the woken pool thread ran on the caller's CPU after every run: {ran_on}"
     finally:
         os.sched_setaffinity(0, cpus)
+
+
+@pytest.mark.parametrize("size, threaded", [(256, True), (128, False)])
+def test_a_small_model_of_one_large_node_keeps_its_threads(monkeypatch, size, threaded):
+    """One 256 x 256 x 256 MatMul (17M multiply-adds, under the default 32M) is a quarter of the
+    threshold or more by itself: its split gains more than a neighbour could lose, and the model
+    keeps its pool; a 128 x 128 x 128 one (2M) runs on the calling thread."""
+    monkeypatch.delenv("ONNXC_MIN_THREADED_WORK", raising=False)
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                       [("a", T.FLOAT, [size, size]), ("b", T.FLOAT, [size, size])], [("y", T.FLOAT, [size, size])])
+    sess = _session(model, 2)
+    assert ("one_thread" not in sess._model.manifest) == threaded
+    rng = np.random.default_rng(5)
+    feed = {"a": rng.standard_normal((size, size)).astype(np.float32),
+            "b": rng.standard_normal((size, size)).astype(np.float32)}
+    np.testing.assert_allclose(sess.run(None, feed)[0], feed["a"] @ feed["b"], rtol=1e-4, atol=1e-3)
