@@ -130,9 +130,12 @@ def test_every_row_remainder_with_its_epilogue_matches_numpy():
 
 # A Linear layer against one row (compiler/ops/gemm.py AS_IS_BYTES): weights of 4.4 MB, read as
 # they are by onnxc_sgemm_few_rows's dot products, four columns at a time (N = 1003: three
-# columns left) over vectors of k (K = 1101: a tail of k for every vector width); and a small
-# B given as an input, transposed, through the same kernel.
-LINEAR_K, LINEAR_N, SMALL_K, SMALL_N = 1101, 1003, 37, 7
+# columns left) over vectors of k (K = 1101: a tail of k for every vector width); a small B
+# given as an input, transposed, through the same kernel; and B given as an input as it is, its
+# rows contiguous (a decoder's attention weights times its value cache): four vectors of C's row
+# at a time over the whole of k, then single vectors, then the last columns (N = 107: each of
+# the three for 16-, 8- and 4-lane vectors), with and without a bias added first.
+LINEAR_K, LINEAR_N, SMALL_K, SMALL_N, ROWS_N = 1101, 1003, 37, 7, 107
 
 
 def linear_model(rows: int = 1) -> onnx.ModelProto:
@@ -140,10 +143,13 @@ def linear_model(rows: int = 1) -> onnx.ModelProto:
     w = (rng.standard_normal((LINEAR_N, LINEAR_K)) / np.sqrt(LINEAR_K)).astype(np.float32)
     b = rng.standard_normal(LINEAR_N).astype(np.float32)
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1), helper.make_node("Relu", ["g"], ["y"]),
-             helper.make_node("Gemm", ["s", "v"], ["z"], transB=1)]
+             helper.make_node("Gemm", ["s", "v"], ["z"], transB=1), helper.make_node("MatMul", ["s", "u"], ["p"]),
+             helper.make_node("Gemm", ["s", "u", "c"], ["q"], beta=0.5)]
     return make_model(nodes, [("x", T.FLOAT, [rows, LINEAR_K]), ("s", T.FLOAT, [rows, SMALL_K]),
-                              ("v", T.FLOAT, [SMALL_N, SMALL_K])],
-                      [("y", T.FLOAT, [rows, LINEAR_N]), ("z", T.FLOAT, [rows, SMALL_N])],
+                              ("v", T.FLOAT, [SMALL_N, SMALL_K]), ("u", T.FLOAT, [SMALL_K, ROWS_N]),
+                              ("c", T.FLOAT, [ROWS_N])],
+                      [("y", T.FLOAT, [rows, LINEAR_N]), ("z", T.FLOAT, [rows, SMALL_N]),
+                       ("p", T.FLOAT, [rows, ROWS_N]), ("q", T.FLOAT, [rows, ROWS_N])],
                       [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")], opset=17)
 
 
@@ -151,17 +157,21 @@ def linear_feeds(rows: int = 1) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(14)
     return {"x": rng.standard_normal((rows, LINEAR_K)).astype(np.float32),
             "s": rng.standard_normal((rows, SMALL_K)).astype(np.float32),
-            "v": rng.standard_normal((SMALL_N, SMALL_K)).astype(np.float32)}
+            "v": rng.standard_normal((SMALL_N, SMALL_K)).astype(np.float32),
+            "u": rng.standard_normal((SMALL_K, ROWS_N)).astype(np.float32),
+            "c": rng.standard_normal(ROWS_N).astype(np.float32)}
 
 
 def linear_expected(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The model's outputs in float64 numpy."""
     w = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer}
     y = feeds["x"].astype(np.float64) @ w["w"].T + w["b"]
-    return [np.maximum(y, 0), feeds["s"].astype(np.float64) @ feeds["v"].astype(np.float64).T]
+    s, u = feeds["s"].astype(np.float64), feeds["u"].astype(np.float64)
+    return [np.maximum(y, 0), s @ feeds["v"].astype(np.float64).T, s @ u, s @ u + 0.5 * feeds["c"].astype(np.float64)]
 
 
 def assert_linear(got: list[np.ndarray], expected: list[np.ndarray]) -> None:
+    assert len(got) == len(expected)
     for g, e in zip(got, expected):
         assert g.shape == e.shape
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
