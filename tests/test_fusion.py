@@ -15,7 +15,7 @@ import onnxc
 from helpers import make_model, run_onnxc, run_ort
 from tools import missing
 from onnxc.compiler.frontend import build_graph
-from onnxc.compiler.passes.fuse import (fold_batch_norm, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue,
+from onnxc.compiler.passes.fuse import (fold_batch_norm, fold_conv_scale_shift, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue,
                                         scale_shift_batch_norm)
 from onnxc.compiler.passes.infer import infer_shapes
 from onnxc.compiler.passes.verify import verify
@@ -92,6 +92,49 @@ def test_a_batch_norm_no_conv_takes_becomes_a_scale_and_shift_fused_with_its_rel
     x = RNG.standard_normal((1, 4, 5, 5)).astype(np.float32)
     sess = onnxc.InferenceSession(model.SerializeToString())
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def _scale_shift_model(scale_shape, shift_shape, output_after_mul=False):
+    """Conv -> Mul by a constant -> Add of a constant -> Relu (a BatchNormalization written as
+    Mul and Add, as Caffe2's exports have it); with output_after_mul, the Mul's result is also
+    a graph output."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Mul", ["scale", "c"], ["m"]), helper.make_node("Add", ["m", "shift"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    inits = [_init("w", 6, 4, 3, 3), _init("scale", *scale_shape, positive=True), _init("shift", *shift_shape)]
+    outputs = [("y", T.FLOAT, [1, 6, 7, 7])] + ([("m", T.FLOAT, [1, 6, 7, 7])] if output_after_mul else [])
+    return make_model(nodes, [("x", T.FLOAT, [1, 4, 7, 7])], outputs, inits, opset=17)
+
+
+@pytest.mark.parametrize("scale_shape, shift_shape", [((6, 1, 1), (1, 6, 1, 1)), ((1,), (6, 1, 1))])
+def test_a_per_channel_scale_and_shift_after_a_conv_fold_into_it(scale_shape, shift_shape):
+    """The Mul and the Add become the Conv's weights and bias, and the Relu its epilogue."""
+    model = _scale_shift_model(scale_shape, shift_shape)
+    g = graph_of(model)
+    fold_conv_scale_shift(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == ["Conv", "Relu"]
+    fuse_conv_epilogue(g)
+    assert [n.op_type for n in g.nodes] == ["FusedConv"]
+    x = RNG.standard_normal((1, 4, 7, 7)).astype(np.float32)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("scale_shape, output_after_mul", [((1, 1, 7, 7), False), ((6, 1, 1), True)])
+def test_a_scale_that_is_not_per_channel_or_an_output_stays(scale_shape, output_after_mul):
+    """A Mul that varies over the map does not fold (nor the Add after it, which no longer
+    follows a Conv); one whose result is a graph output keeps it, and the Add after it folds
+    no further either."""
+    model = _scale_shift_model(scale_shape, (6, 1, 1), output_after_mul)
+    g = graph_of(model)
+    fold_conv_scale_shift(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == ["Conv", "Mul", "Add", "Relu"]
+    x = RNG.standard_normal((1, 4, 7, 7)).astype(np.float32)
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    for got, want in zip(sess.run(None, {"x": x}), _ort(model, {"x": x})):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_conv_residual_add_and_activation_fuse_into_one_kernel():

@@ -1,7 +1,8 @@
 """Passes that merge nodes into fewer, larger kernels.
 
 fold_batch_norm (BASIC): an inference BatchNormalization after a Conv becomes part of the
-Conv's weights and bias; scale_shift_batch_norm (BASIC) turns the others into Mul and Add. fuse_conv_epilogue (EXTENDED): a float32 Conv followed by a
+Conv's weights and bias; scale_shift_batch_norm (BASIC) turns the others into Mul and Add;
+fold_conv_scale_shift (BASIC) folds a per-channel constant Mul or Add after a Conv into it. fuse_conv_epilogue (EXTENDED): a float32 Conv followed by a
 residual Add and/or an activation becomes one FusedConv, whose GEMM applies them to each
 output tile while it is in cache. fuse_matmul_epilogue (EXTENDED) does the same for a float32
 MatMul by a matrix followed by a bias Add, a residual Add and/or an activation.
@@ -81,6 +82,69 @@ def fold_batch_norm(graph: Graph) -> None:
         graph.replace_uses(bn.outputs[0], conv.outputs[0])
         dead.add(bn)
     graph.remove_nodes(dead)
+
+
+def _per_channel(v: Optional[Value], y: Value, m: int) -> Optional[np.ndarray]:
+    """The constant ``v`` as m per-output-channel values (float64), where broadcasting it
+    against the Conv output ``y`` multiplies or adds the same value over each channel's map
+    (shape [m, 1, ...], [1, m, 1, ...], [1] or a scalar) and leaves ``y``'s shape as it is."""
+    if v is None or v.const is None or y.shape is None or len(y.shape) < 2:
+        return None
+    shape = tuple(v.const.shape)
+    if len(shape) > len(y.shape):
+        return None
+    channel = len(shape) - (len(y.shape) - 1)   # the position of y's axis 1 in v's shape
+    for axis, d in enumerate(shape):
+        if d != 1 and not (axis == channel and d == m):
+            return None
+    values = np.asarray(v.const, np.float64).reshape(-1)
+    return np.broadcast_to(values, (m,)).copy() if values.size in (1, m) else None
+
+
+def fold_conv_scale_shift(graph: Graph) -> None:
+    """Conv -> Mul by a constant per output channel (or one constant) and Conv -> Add of one:
+    the Conv's weights and bias scaled, its bias shifted (a BatchNormalization written as Mul
+    and Add, as Caffe2's exports of Inception-v2 and DenseNet-121 have it), so that the
+    activation after them fuses into the Conv's epilogue and the output is written once."""
+    changed = True
+    while changed:
+        changed = False
+        consumers = graph.consumers()
+        outputs = set(graph.outputs)
+        dead: set[Node] = set()
+        for conv in graph.nodes:
+            if conv.op_type != "Conv" or conv.domain or conv in dead or len(conv.outputs) != 1:
+                continue
+            y = conv.outputs[0]
+            op = _sole_reader(y, consumers, outputs)
+            if op is None or op.op_type not in ("Mul", "Add") or op.domain or len(op.inputs) != 2 \
+                    or op in dead or op.outputs[0] in outputs or op.outputs[0].shape != y.shape \
+                    or op.outputs[0].dtype is not y.dtype:
+                continue   # (a graph output keeps its name)
+            w, bias = conv.inputs[1], conv.input(2)
+            if w is None or w.const is None or (bias is not None and bias.const is None) \
+                    or y.dtype not in (dt.FLOAT, dt.DOUBLE):
+                continue
+            m = int(w.const.shape[0])
+            other = op.inputs[1] if op.inputs[0] is y else op.inputs[0]
+            values = _per_channel(other, y, m)
+            if values is None or not np.all(np.isfinite(values)):
+                continue
+            b = np.zeros(m) if bias is None else np.asarray(bias.const, np.float64).reshape(-1)
+            np_type = w.const.dtype
+            if op.op_type == "Mul":
+                new_w = (w.const.astype(np.float64) * values.reshape((m,) + (1,) * (w.const.ndim - 1))).astype(np_type)
+                w = graph.new_value(w.name + "_scaled", w.dtype, tuple(w.const.shape), new_w)
+                b = b * values
+            else:
+                b = b + values
+            b_value = graph.new_value((bias.name if bias is not None else y.name) + "_bias_" + op.op_type.lower(),
+                                      w.dtype, (m,), b.astype(np_type))
+            conv.inputs = [conv.inputs[0], w, b_value]
+            graph.replace_uses(op.outputs[0], y)
+            dead.add(op)
+            changed = True
+        graph.remove_nodes(dead)
 
 
 def scale_shift_batch_norm(graph: Graph) -> None:

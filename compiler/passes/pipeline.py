@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..ir import Graph
-from .fuse import (fold_batch_norm, fuse_attention, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue,
-                   scale_shift_batch_norm)
+from .fuse import (fold_batch_norm, fold_conv_scale_shift, fuse_attention, fuse_conv_epilogue, fuse_elementwise,
+                   fuse_matmul_epilogue, scale_shift_batch_norm)
 from .infer import fold_constants, infer_shapes
 from .quantized import fuse_qdq
 from .padding import split_padding_regions, trim_padding_taps
@@ -27,6 +27,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("eliminate_common_subexpressions", eliminate_common_subexpressions, 1),
     ("fold_batch_norm", fold_batch_norm, 1),
     ("scale_shift_batch_norm", scale_shift_batch_norm, 1),
+    ("fold_conv_scale_shift", fold_conv_scale_shift, 1),
     ("trim_padding_taps", trim_padding_taps, 1),
     ("split_padding_regions", split_padding_regions, 1),
     ("eliminate_dead_code", eliminate_dead_code, 0),
