@@ -38,7 +38,8 @@ STREAMED_WEIGHTS_SPLIT = 1 << 18
 _CONVS = {"Conv", "FusedConv", "ConvInteger", "QLinearConv", "NhwcConv"}
 _PRODUCTS = {"MatMul", "FusedMatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "MatMulIntegerToFloat",
              "DynamicQuantizeMatMul", "QGemm", "MatMulNBits"}
-# ops whose work the output does not tell (recurrences, attention, loops, contractions)
+# ops whose work the output does not tell (recurrences of other domains, attention, loops,
+# contractions)
 _UNKNOWN = ("LSTM", "GRU", "RNN", "Attention", "Einsum", "Loop", "Scan", "If", "ConvTranspose",
             "DeformConv", "Col2Im", "Unique", "NonMaxSuppression", "TopK")
 
@@ -47,7 +48,17 @@ def _numel(shape) -> int:
     return math.prod(int(d) for d in shape)
 
 
+# recurrences whose work their weights' shapes tell (W's rows: the gates of every hidden unit)
+_RECURRENT = ("LSTM", "GRU", "RNN")
+
+
 def _node_work(node: Node) -> Optional[int]:
+    if node.op_type == "If" and not node.domain and set(node.subgraphs) == {"then_branch", "else_branch"}:
+        # the branch taken: at most the larger of the two (silero VAD's sample-rate switch)
+        branches = [model_work(body) for body in node.subgraphs.values()]
+        return None if any(b is None for b in branches) else max(branches)
+    if node.op_type in _RECURRENT and not node.domain:
+        return _recurrent_work(node)
     if node.subgraphs or any(word in node.op_type for word in _UNKNOWN):
         return None
     outs = [v for v in node.outputs if v is not None and v.is_tensor]
@@ -66,6 +77,23 @@ def _node_work(node: Node) -> Optional[int]:
         k = a.shape[0] if node.op_type == "Gemm" and node.attrs.get("transA", 0) else a.shape[-1]
         return written * int(k) + written
     return written
+
+
+def _recurrent_work(node: Node) -> Optional[int]:
+    """An LSTM, GRU or RNN node's multiply-adds (every step's products of X by W and of the
+    state by R, for each direction) plus the elements it writes; None where a shape is not
+    static."""
+    x, w, r = (node.inputs[i] if len(node.inputs) > i else None for i in range(3))
+    if any(v is None or not v.static or len(v.shape) != 3 for v in (x, w, r)):
+        return None
+    outs = [v for v in node.outputs if v is not None and v.is_tensor]
+    if any(not v.static for v in outs):
+        return None
+    layout = node.attrs.get("layout", 0)
+    steps, batch = (x.shape[1], x.shape[0]) if layout else (x.shape[0], x.shape[1])
+    directions, rows = int(w.shape[0]), int(w.shape[1])   # rows: gates times hidden units
+    macs = int(steps) * int(batch) * directions * rows * (int(w.shape[2]) + int(r.shape[2]))
+    return macs + sum(_numel(v.shape) for v in outs)
 
 
 def model_work(graph: Graph) -> Optional[int]:
