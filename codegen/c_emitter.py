@@ -30,7 +30,7 @@ from .names import Mangler, c_string, comment
 from .templates import render
 from .units import split_units
 from .uses import DimVar, Reads, Uses, plain
-from .work import LARGE_NODE_SHARE, largest_node_work, model_work, streams_weights
+from .work import serial_work
 
 if TYPE_CHECKING:
     from .cuda_shells import Shell
@@ -242,9 +242,8 @@ class CEmitter:
         no kernel's loop over the thresholds; None for any other build."""
         if self.is_body or self.opt.threads <= 1 or self.opt.inter_threads > 0 or self.opt.embedded:
             return None
-        work = model_work(self.g)
-        if work is None or work >= self.opt.min_threaded_work or streams_weights(self.g) \
-                or largest_node_work(self.g) * LARGE_NODE_SHARE >= self.opt.min_threaded_work:
+        work = serial_work(self.g, self.opt.min_threaded_work)
+        if work is None:
             return None
         return (f"{work / 1e6:.1f}M multiply-adds and elements a run, under {self.opt.min_threaded_work / 1e6:.1f}M: "
                 "every node runs on the calling thread")

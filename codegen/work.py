@@ -57,14 +57,16 @@ def _node_work(node: Node) -> Optional[int]:
         # the branch taken: at most the larger of the two (silero VAD's sample-rate switch)
         branches = [model_work(body) for body in node.subgraphs.values()]
         return None if any(b is None for b in branches) else max(branches)
-    if node.op_type in _RECURRENT and not node.domain:
-        return _recurrent_work(node)
-    if node.subgraphs or any(word in node.op_type for word in _UNKNOWN):
+    recurrent = node.op_type in _RECURRENT and not node.domain
+    if not recurrent and (node.subgraphs or any(word in node.op_type for word in _UNKNOWN)):
         return None
     outs = [v for v in node.outputs if v is not None and v.is_tensor]
     if any(not v.static for v in outs):
         return None
     written = sum(_numel(v.shape) for v in outs)
+    if recurrent:
+        macs = _recurrent_macs(node)
+        return None if macs is None else macs + written
     if node.op_type in _CONVS:
         w = node.inputs[3] if node.op_type == "QLinearConv" else node.inputs[1]
         if w is None or not w.static or len(w.shape) < 2:
@@ -79,21 +81,15 @@ def _node_work(node: Node) -> Optional[int]:
     return written
 
 
-def _recurrent_work(node: Node) -> Optional[int]:
-    """An LSTM, GRU or RNN node's multiply-adds (every step's products of X by W and of the
-    state by R, for each direction) plus the elements it writes; None where a shape is not
-    static."""
+def _recurrent_macs(node: Node) -> Optional[int]:
+    """An LSTM, GRU or RNN node's multiply-adds: every step's products of X by W and of the
+    state by R, for each direction; None where a shape is not static."""
     x, w, r = (node.inputs[i] if len(node.inputs) > i else None for i in range(3))
     if any(v is None or not v.static or len(v.shape) != 3 for v in (x, w, r)):
         return None
-    outs = [v for v in node.outputs if v is not None and v.is_tensor]
-    if any(not v.static for v in outs):
-        return None
-    layout = node.attrs.get("layout", 0)
-    steps, batch = (x.shape[1], x.shape[0]) if layout else (x.shape[0], x.shape[1])
+    steps, batch = (x.shape[1], x.shape[0]) if node.attrs.get("layout", 0) else (x.shape[0], x.shape[1])
     directions, rows = int(w.shape[0]), int(w.shape[1])   # rows: gates times hidden units
-    macs = int(steps) * int(batch) * directions * rows * (int(w.shape[2]) + int(r.shape[2]))
-    return macs + sum(_numel(v.shape) for v in outs)
+    return int(steps) * int(batch) * directions * rows * (int(w.shape[2]) + int(r.shape[2]))
 
 
 def model_work(graph: Graph) -> Optional[int]:
@@ -108,22 +104,31 @@ def model_work(graph: Graph) -> Optional[int]:
     return total
 
 
-def streams_weights(graph: Graph) -> bool:
-    """Whether a matrix-vector product of the graph streams at least STREAMED_WEIGHTS_SPLIT
-    floats of constant weights a run (static shapes): worth both cores however small the model."""
+def _streams_weights(node: Node) -> bool:
+    """Whether ``node`` is a matrix-vector product (fewer than FEW_ROWS rows, static shapes)
+    of at least STREAMED_WEIGHTS_SPLIT floats of constant weights."""
+    if node.op_type not in ("MatMul", "FusedMatMul", "Gemm") or len(node.inputs) < 2 or not node.outputs:
+        return False
+    b, y = node.inputs[1], node.outputs[0]
+    if b is None or b.const is None or y is None or not y.static or not y.shape \
+            or b.dtype is not dt.FLOAT or y.dtype is not dt.FLOAT:
+        return False
+    rows = _numel(y.shape) // max(1, int(y.shape[-1]))
+    return rows < FEW_ROWS and _numel(b.shape) >= STREAMED_WEIGHTS_SPLIT
+
+
+def serial_work(graph: Graph, min_work: int) -> Optional[int]:
+    """The graph's work where a build for several threads is better run on the calling
+    thread: under ``min_work``, no node a LARGE_NODE_SHARE-th of that by itself and no
+    matrix-vector product streaming large weights; None otherwise (or where a node's work is
+    not known)."""
+    total = largest = 0
     for node in graph.nodes:
-        if node.op_type not in ("MatMul", "FusedMatMul", "Gemm") or len(node.inputs) < 2:
-            continue
-        b, y = node.inputs[1], node.outputs[0] if node.outputs else None
-        if b is None or b.const is None or y is None or not y.static or not y.shape \
-                or b.dtype is not dt.FLOAT or y.dtype is not dt.FLOAT:
-            continue
-        rows = _numel(y.shape) // max(1, int(y.shape[-1]))
-        if rows < FEW_ROWS and _numel(b.shape) >= STREAMED_WEIGHTS_SPLIT:
-            return True
-    return False
-
-
-def largest_node_work(graph: Graph) -> int:
-    """The work of the graph's largest node whose work its static shapes tell (0: none)."""
-    return max((w for w in map(_node_work, graph.nodes) if w is not None), default=0)
+        work = _node_work(node)
+        if work is None or _streams_weights(node):
+            return None
+        total += work
+        largest = max(largest, work)
+    if total >= min_work or largest * LARGE_NODE_SHARE >= min_work:
+        return None
+    return total

@@ -43,6 +43,25 @@ def _sole_reader(v: Value, consumers: dict[Value, list[Node]], outputs: set[Valu
     return readers[0]
 
 
+def _conv_bias(conv: Node, m: int) -> np.ndarray:
+    """The Conv's constant bias in float64 (zeros where it has none)."""
+    bias = conv.input(2)
+    return np.zeros(m) if bias is None else np.asarray(bias.const, np.float64).reshape(-1)
+
+
+def _set_conv_weights(graph: Graph, conv: Node, factor: Optional[np.ndarray], bias: np.ndarray, suffix: str) -> None:
+    """The Conv's constant weights scaled by ``factor`` per output channel (None: kept) and its
+    bias set to ``bias`` (float64), as new constants of its weights' type named with ``suffix``."""
+    w_in, b_in = conv.inputs[1], conv.input(2)
+    w = w_in.const
+    if factor is not None:
+        scaled = w.astype(np.float64) * factor.reshape((w.shape[0],) + (1,) * (w.ndim - 1))
+        w_in = graph.new_value(w_in.name + suffix, w_in.dtype, tuple(w.shape), scaled.astype(w.dtype))
+    b_value = graph.new_value((b_in.name if b_in is not None else conv.outputs[0].name) + "_bias" + suffix,
+                              w_in.dtype, (w.shape[0],), bias.astype(w.dtype))
+    conv.inputs = [conv.inputs[0], w_in, b_value]
+
+
 def fold_batch_norm(graph: Graph) -> None:
     """Conv -> BatchNormalization (inference mode, constant parameters): the Conv's weights
     scaled by gamma / sqrt(var + eps) per output channel, its bias (b - mean) * that + beta."""
@@ -71,14 +90,7 @@ def fold_batch_norm(graph: Graph) -> None:
         if any(p.size != m for p in (scale, beta, mean, var)):
             continue
         factor = scale / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
-        b = np.zeros(m) if bias is None else np.asarray(bias.const, np.float64).reshape(-1)
-        np_type = w.dtype
-        new_w = (w.astype(np.float64) * factor.reshape((m,) + (1,) * (w.ndim - 1))).astype(np_type)
-        new_b = ((b - mean) * factor + beta).astype(np_type)
-        w_value = graph.new_value(conv.inputs[1].name + "_bn", conv.inputs[1].dtype, tuple(w.shape), new_w)
-        b_value = graph.new_value((bias.name if bias is not None else conv.outputs[0].name) + "_bias_bn",
-                                  conv.inputs[1].dtype, (m,), new_b)
-        conv.inputs = [conv.inputs[0], w_value, b_value]
+        _set_conv_weights(graph, conv, factor, (_conv_bias(conv, m) - mean) * factor + beta, "_bn")
         graph.replace_uses(bn.outputs[0], conv.outputs[0])
         dead.add(bn)
     graph.remove_nodes(dead)
@@ -130,17 +142,11 @@ def fold_conv_scale_shift(graph: Graph) -> None:
             values = _per_channel(other, y, m)
             if values is None or not np.all(np.isfinite(values)):
                 continue
-            b = np.zeros(m) if bias is None else np.asarray(bias.const, np.float64).reshape(-1)
-            np_type = w.const.dtype
+            b = _conv_bias(conv, m)
             if op.op_type == "Mul":
-                new_w = (w.const.astype(np.float64) * values.reshape((m,) + (1,) * (w.const.ndim - 1))).astype(np_type)
-                w = graph.new_value(w.name + "_scaled", w.dtype, tuple(w.const.shape), new_w)
-                b = b * values
+                _set_conv_weights(graph, conv, values, b * values, "_mul")
             else:
-                b = b + values
-            b_value = graph.new_value((bias.name if bias is not None else y.name) + "_bias_" + op.op_type.lower(),
-                                      w.dtype, (m,), b.astype(np_type))
-            conv.inputs = [conv.inputs[0], w, b_value]
+                _set_conv_weights(graph, conv, None, b + values, "_add")
             graph.replace_uses(op.outputs[0], y)
             dead.add(op)
             changed = True
