@@ -87,11 +87,12 @@ class Target:
     """What lowerings may specialise for: the float32 GEMM micro-kernel tile of the build
     target (c/helpers/sgemm.c.j2) and whether constant weights are packed for it at compile
     time (optimization level ALL), and whether 3x3 convolutions may use Winograd's algorithm
-    (the ``conv_winograd`` lowering)."""
+    (the ``conv_winograd`` lowering) and small ones be computed directly (``conv_direct``)."""
     gemm_mr: int = 4
     gemm_nr: int = 16
     prepack: bool = False
     winograd: bool = False  # 3x3 convolutions by Winograd's algorithm where it pays (needs prepack)
+    direct_conv: bool = False   # small one-group convolutions computed directly (needs prepack)
     threads: int = 1       # intra-op threads: kernels that split work size scratch for each
     # Blocks and buffers sized for a microcontroller's RAM (``--target c``): the GEMM packs
     # blocks of at most 64 x 4 panels (ONNXC_SMALL_MEMORY in C) and im2col works in smaller bands.

@@ -400,6 +400,10 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                     # in bf16 its products stay float32: c/helpers/winograd.j2)
                     winograd=options.optimization_level >= LOWERINGS["conv_winograd"]
                     and "conv_winograd" not in options.disabled_passes and not embedded and not cuda,
+                    # (not in bf16: its GEMMs and convolutions are the GEMM's, in bf16)
+                    direct_conv=options.optimization_level >= LOWERINGS["conv_direct"]
+                    and "conv_direct" not in options.disabled_passes and not embedded and not cuda
+                    and options.precision != "bf16",
                     threads=max(options.threads, 1), small_memory=embedded, integer_only=embedded,
                     int8_gemm=not embedded and not cuda,
                     system_libraries=not embedded, cmsis_nn=options.cmsis_nn,

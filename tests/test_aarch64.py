@@ -121,7 +121,8 @@ def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, mo
     toolchain = options.toolchain()
     assert toolchain.simd() == "neon"
     emitted = generate_source(model, options)
-    (tmp_path / "model.c").write_text(emitted.source)
+    for unit, text in {"model.c": emitted.source, **emitted.units}.items():   # (node functions in units of their own)
+        (tmp_path / unit).write_text(text)
     (tmp_path / "model.h").write_text(emitted.header)
     (tmp_path / "weights.bin").write_bytes(bytes(emitted.weights))
     for unit, text in emitted.helper_units.items():   # (the GEMM's and Winograd's, linked as objects)
@@ -135,7 +136,8 @@ def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, mo
     flags = [f for f in Toolchain(cc=CC, march=MARCH).flags() if f not in ("-shared", "-fPIC", "-fvisibility=hidden")]
     exe = str(tmp_path / "run")
     helpers = [str(tmp_path / unit) for unit in emitted.helper_units]
-    proc = subprocess.run([CC, *flags, "-I", str(tmp_path), str(tmp_path / "model.c"), *helpers,
+    units = [str(tmp_path / unit) for unit in {"model.c": None, **emitted.units} if unit.endswith(".c")]
+    proc = subprocess.run([CC, *flags, "-I", str(tmp_path), *units, *helpers,
                            str(tmp_path / "driver.c"), "-static", "-o", exe, "-lm"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert _is_aarch64(exe)

@@ -131,6 +131,11 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         kernel = _depthwise_2d(k, win, begins, checks, epilogue, fused)
         if kernel is not None:
             return kernel
+    if sgemm and not depthwise and group == 1 and k.target.direct_conv and w.value is not None \
+            and _direct_wins(win, w.dims, out_dims, in_dims):
+        kernel = _grouped_2d(k, win, begins, checks, epilogue, group, fused)
+        if kernel is not None:
+            return kernel
     if sgemm and not depthwise and k.target.prepack and k.target.winograd and w.value is not None and group == 1:
         kernel = _winograd_2d(k, win, begins, checks, epilogue)
         if kernel is not None:
@@ -443,6 +448,36 @@ GROUPED_MAX_CG = 64
 GROUPED_MAX_LANES = 16   # floats of the widest vector the kernel may be compiled for (AVX-512)
 
 
+# A one-group Conv takes the direct kernel too (c/conv_grouped.c.j2, with input channels a
+# block as above) where it is small, so that im2col's copy and the GEMM's packing of a few
+# panels cost more than the products (at most DIRECT_MAX_MACS multiply-adds, or
+# DIRECT_SMALL_MAP_MACS on maps of at most DIRECT_SMALL_MAP positions), or where its kernel is
+# large and of stride 1 (at least DIRECT_MIN_TAPS taps, rows as long as the input's): im2col
+# copies every input value once a tap, and Winograd is for 3x3 only. Measured at one thread
+# against im2col or Winograd (Sapphire Rapids): 16 -> 32 channels 3x3 on 16 x 16 0.74, 32 -> 64
+# on 8 x 8 0.86, 32 -> 64 on 16 x 16 0.92, 64 -> 128 on 8 x 8 0.87, but 64 -> 64 on 14 x 14 1.27
+# and 32 -> 64 on 32 x 32 1.62 (Winograd's); 5x5 16 -> 16 channels on 64 x 64 0.49, 64 -> 64 on
+# 32 x 32 0.70, 7x7 16 -> 16 on 32 x 32 0.64.
+DIRECT_MAX_MACS = 3 << 20
+DIRECT_SMALL_MAP_MACS = 6 << 20
+DIRECT_SMALL_MAP = 256
+DIRECT_MIN_TAPS = 25
+
+
+def _direct_wins(win: Window, w_dims: Sequence[CExpr], out_dims: Sequence[CExpr], in_dims: Sequence[CExpr]) -> bool:
+    """Whether a one-group 2-D Conv of these sizes is faster computed directly than by im2col
+    or Winograd and the GEMM (the kernel itself may still decline it)."""
+    if win.rank != 2 or not all(isinstance(d, int) for d in (*w_dims, *out_dims, *in_dims)):
+        return False
+    positions = int(out_dims[0]) * int(out_dims[1])
+    if positions < GROUPED_MAX_LANES:
+        return False   # (its vectors run over the positions: the small-map and one-pixel kernels')
+    macs = int(np.prod(w_dims, dtype=np.int64)) * positions
+    same = win.strides == (1, 1) and out_dims[1] == in_dims[1]
+    return macs <= DIRECT_MAX_MACS or (same and positions <= DIRECT_SMALL_MAP and macs <= DIRECT_SMALL_MAP_MACS) \
+        or (same and int(np.prod(win.kernel)) >= DIRECT_MIN_TAPS)
+
+
 def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
                 epilogue: dict[str, Any], group: int, fused: bool) -> Optional[Kernel]:
     """The ``c/conv_grouped.c.j2`` kernel of a float32 2-D grouped Conv with constant weights,
@@ -467,22 +502,58 @@ def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: 
     # (group, block, input channel, tap, output channel of the block)
     weights = np.asarray(w.value, np.float32).reshape(group, mg // mb, mb, cg, taps)
     packed = k.constant("W_blocks", np.ascontiguousarray(weights.transpose(0, 1, 3, 4, 2)).reshape(-1))
-    # One thread's planes, PAD floats past them (the last vectors read up to QW + 15 floats past
-    # the last row's outputs), and its row buffer: MB rows of RSZ positions, whole vectors.
-    pad = pp.QW + GROUPED_MAX_LANES
-    rsz = _ceil_div(pp.OH * pp.QW, GROUPED_MAX_LANES) * GROUPED_MAX_LANES
-    stride = thread_part(cg * pp.floats + pad + mb * rsz, 4)
+    out = pp.OH * pp.OW
+    # Stride 1 and rows as long as the input's ("same" width): each channel's plane is its rows
+    # with the padding rows above and below, LEAD floats before them and TRAIL after (the
+    # columns the taps reach left of the first output and past the last vector); no padding
+    # columns, so the vectors run over the output positions themselves and a tap's column
+    # shift c != 0 zeroes, by mask c, the lanes whose column ow + c leaves the row.
+    masked = win.strides == (1, 1) and pp.OW == pp.W
+    if masked:
+        (kh, kw), (d0, d1), (pt, pl) = win.kernel, win.dilations, begins
+        rows = max(pp.OH + (kh - 1) * d0, pt + pp.H)
+        cols = [b * d1 - pl for b in range(kw)]
+        shifts = sorted({c for c in cols if c != 0})
+        lead, trail = max(0, pl), max(0, (kw - 1) * d1 - pl) + GROUPED_MAX_LANES
+        plane = lead + rows * pp.W + trail
+        tap_list = [a * d0 * pp.W + c for a in range(kh) for c in cols]
+        tap_masks = [shifts.index(c) if c != 0 else -1 for _ in range(kh) for c in cols]
+        outp = _ceil_div(out, GROUPED_MAX_LANES) * GROUPED_MAX_LANES
+        q = np.arange(outp)
+        column = q % pp.W
+        masks = np.stack([((q < out) & (column + c >= 0) & (column + c < pp.W)).astype(np.float32)
+                          for c in shifts]) if shifts else np.zeros((0, outp), np.float32)
+        masks_name = k.constant("masks", masks.reshape(-1)) if shifts else "NULL"
+        pad, rsz, qw = 0, 0, pp.W
+    else:
+        lead, plane, tap_list, tap_masks, shifts, outp, masks_name = 0, pp.floats, pp.taps, [-1] * taps, [], 0, "NULL"
+        # PAD floats past the planes (the last vectors read up to QW + 15 floats past the last
+        # row's outputs) and a row buffer: MB rows of RSZ positions, whole vectors.
+        pad = pp.QW + GROUPED_MAX_LANES
+        rsz = _ceil_div(pp.OH * pp.QW, GROUPED_MAX_LANES) * GROUPED_MAX_LANES
+        qw = pp.QW
+    # One group of fewer blocks than threads (or not a multiple of them): each block's output
+    # positions are split into as many parts as threads (whole vectors of the widest SIMD).
+    nb, threads = mg // mb, k.target.threads
+    parts = threads if group == 1 and masked and isinstance(threads, int) and nb % threads else 1
+    # One thread's planes and row buffer (one group: the threads share its planes and have a
+    # row buffer each)
+    stride = thread_part(cg * plane + pad + mb * rsz, 4)
+    shared = thread_part(cg * plane + pad, 4)
+    scratch = cexpr.mul(k.target.threads, stride, 4) if group > 1 \
+        else cexpr.mul(cexpr.add(shared, cexpr.mul(k.target.threads, mb * rsz)), 4)
     data = {
-        "pp": pp.template_data(), "H": pp.H, "W": pp.W, "OH": pp.OH, "OW": pp.OW, "QW": pp.QW,
-        "PLANE": pp.floats, "taps": pp.taps, "checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "G": group,
-        "Cg": cg, "Mg": mg, "MB": mb, "NB": mg // mb, "K": cg * taps, "OUT": pp.OH * pp.OW, "STRIDE": stride,
-        "PAD": pad, "RSZ": rsz,
+        "pp": pp.template_data(), "H": pp.H, "W": pp.W, "OH": pp.OH, "OW": pp.OW, "QW": qw,
+        "PLANE": plane, "taps": tap_list, "checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "G": group,
+        "Cg": cg, "Mg": mg, "MB": mb, "NB": mg // mb, "K": cg * taps, "OUT": out, "STRIDE": stride,
+        "PAD": pad, "RSZ": rsz, "SHARED": shared, "LEAD": lead, "masked": masked, "tap_masks": tap_masks,
+        "mask_cols": len(shifts), "masks": masks_name, "OUTP": outp, "PARTS": parts, "LANES": GROUPED_MAX_LANES,
         "threads": k.target.threads, "packed": packed, "x_ptr": x.name, "y_ptr": y.name,
         "bias": k.input(2).name if k.has_input(2) else None,
         "epi": epilogue, "fused": fused, "residual": epilogue["residual"],
     }
     kernel = k.kernel("c/conv_grouped.c.j2", helpers=(_gemm.HELPER,), **data)
-    kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)
+    kernel.scratch["plane"] = scratch
     return kernel
 
 

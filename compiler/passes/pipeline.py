@@ -42,8 +42,11 @@ PIPELINE: list[tuple[str, Pass, int]] = [
 #   conv_winograd: float32 3x3 stride-1 convolutions by Winograd's F(4x4, 3x3) or F(2x2, 3x3)
 #   where that is estimated cheaper than im2col (compiler/ops/conv.py); its rounding error
 #   is up to about 3e-6 of the output's magnitude, against about 5e-7 for im2col.
+#   conv_direct: small float32 convolutions of one group, and large kernels of stride 1, computed
+#   directly over the input's rows (c/conv_grouped.c.j2) where that beats im2col and the GEMM.
 LOWERINGS: dict[str, int] = {
     "conv_winograd": 99,
+    "conv_direct": 99,
 }
 
 # Passes that run only for some targets ("native": this machine's shared library; "c": a

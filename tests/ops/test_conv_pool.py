@@ -219,7 +219,7 @@ def test_conv_bands_side_by_side(threads):
 AVX2_MARCH = "x86-64-v3"
 
 
-def conv_residual_relu(w, x_shape, y_shape, threads, disabled=("conv_winograd",), **attrs):
+def conv_residual_relu(w, x_shape, y_shape, threads, disabled=("conv_winograd", "conv_direct"), **attrs):
     """Relu(Conv(X, W, B) + Z) with constant W and B: (model, session, generated source),
     compiled for AVX2 without the lowering choices in ``disabled``."""
     b = randn([w.shape[0]])
@@ -347,8 +347,8 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered, split):
     (c, k), (h, w) = channels, size
     oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
     weights = randn([k, c, 3, 3]) * 0.3
-    model, session, source = conv_residual_relu(weights, [2, c, h, w], [2, k, oh, ow], threads, disabled=(),
-                                                pads=pads)
+    model, session, source = conv_residual_relu(weights, [2, c, h, w], [2, k, oh, ow], threads,
+                                                disabled=("conv_direct",), pads=pads)
     assert f"Winograd's F({tile}x{tile}, 3x3)" in source
     assert ("GEMM columns each: the tiles, gathered" in source) == gathered
     assert ("each thread: every block, for its share of the output channels" in source) == (split and threads > 1)
@@ -415,11 +415,12 @@ def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape
         so = onnxc.SessionOptions()
         so.intra_op_num_threads = threads
         so.add_session_config_entry("session.onnxc.march", AVX2_MARCH)   # 16-column tiles: maps of up to 8 positions
-        session = onnxc.InferenceSession(model.SerializeToString(), so)
+        # (small: computed directly unless that lowering is off)
+        session = onnxc.InferenceSession(model.SerializeToString(), so, disabled_optimizers=["conv_direct"])
     else:   # (the patches, the GEMM and the write-back each split between the threads, however small)
         folder = str(tmp_path / "model")
         onnxc.compile_model(model.SerializeToString(), folder, onnxc.CompileOptions(
-            threads=2, march=AVX2_MARCH, min_threaded_work=0,
+            threads=2, march=AVX2_MARCH, min_threaded_work=0, disabled_passes=("conv_direct",),
             extra_cflags=("-DONNXC_PARALLEL_MIN_WORK=1", "-DONNXC_PARALLEL_MIN_MACS=1")))
         session = onnxc.InferenceSession(folder)
     with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
@@ -463,6 +464,66 @@ def test_grouped_conv_runs_blocks_of_output_channels_over_phase_planes(threads, 
     assert "W_blocks" in source and "scratch_col" not in source   # the direct kernel, no im2col
     feed = {"X": x, "Z": randn([batch, *out[1:]])}
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+
+
+@pytest.mark.parametrize("threads, march, x_shape, w_shape, attrs, masked", [
+    (1, None, [2, 16, 16, 16], [32, 16, 3, 3], {"pads": [1, 1, 1, 1]}, True),        # a CIFAR CNN's
+    ("2, every loop split", None, ["batch", 16, 13, 11], [16, 16, 5, 5], {"pads": [2, 2, 2, 2]}, True),
+    (2, None, [1, 32, 8, 8], [64, 32, 3, 3], {"pads": [1, 1, 1, 1]}, True),          # 4 blocks, 2 threads
+    (1, AVX2_MARCH, [1, 8, 9, 10], [16, 8, 3, 3], {"pads": [0, 1, 2, 1]}, True),     # rows padded unevenly
+    (1, None, [1, 16, 12, 12], [16, 16, 3, 3], {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, True),
+    (1, None, [1, 16, 9, 9], [16, 16, 1, 7], {"pads": [0, 3, 0, 3]}, True),          # Inception's 1x7
+    (1, None, [1, 24, 6, 6], [16, 24, 1, 1], {}, True),                              # no shifted column
+    (1, "x86-64", [1, 8, 6, 7], [16, 8, 3, 3], {"pads": [1, 1, 1, 1]}, True),        # portable loops
+    (2, None, [1, 8, 20, 20], [16, 8, 3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}, False),
+])
+def test_a_small_conv_of_one_group_is_computed_directly(threads, march, x_shape, w_shape, attrs, masked, tmp_path):
+    """A one-group convolution too small for im2col and the GEMM to pay (or of a large kernel)
+    takes the grouped kernel with one group: its planes copied once, blocks of output channels
+    (and, for fewer blocks than threads, parts of their positions) on the threads. Of stride 1
+    and rows as long as the input's, its vectors run over the output positions themselves,
+    masks zeroing the columns a shifted tap brings in from the neighbouring row, the last
+    partial vector stored apart; bias, fused residual and Relu, a free batch, onnxruntime's
+    values. Without the conv_direct lowering im2col takes it."""
+    w, b = randn(w_shape) * 0.3, randn([w_shape[0]])
+    batch = 3 if x_shape[0] == "batch" else x_shape[0]
+    x = randn([batch, *x_shape[1:]])
+    plain = make_model([node("Conv", ["X", "W"], "Y", **attrs)], [("X", TP.FLOAT, x.shape)], [("Y", TP.FLOAT, None)],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel())])
+    out = run_ort(plain, {"X": x})[0].shape
+    model = make_model([node("Conv", ["X", "W", "B"], "C", **attrs), node("Add", ["C", "Z"], "S"),
+                        node("Relu", ["S"], "Y")],
+                       [("X", TP.FLOAT, x_shape), ("Z", TP.FLOAT, [x_shape[0], *out[1:]])],
+                       [("Y", TP.FLOAT, [None] * 4)],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+
+    def build(disabled):
+        if isinstance(threads, int):
+            so = onnxc.SessionOptions()
+            so.intra_op_num_threads = threads
+            if march:
+                so.add_session_config_entry("session.onnxc.march", march)
+            return onnxc.InferenceSession(model.SerializeToString(), so, disabled_optimizers=list(disabled))
+        folder = str(tmp_path / f"model{len(disabled)}")   # (every block and part split, however small)
+        onnxc.compile_model(model.SerializeToString(), folder, onnxc.CompileOptions(
+            threads=2, min_threaded_work=0, disabled_passes=tuple(disabled),
+            extra_cflags=("-DONNXC_PARALLEL_MIN_WORK=1", "-DONNXC_PARALLEL_MIN_MACS=1")))
+        return onnxc.InferenceSession(folder)
+
+    def source(session):
+        return "".join(open(os.path.join(session.artifact_dir, f), encoding="utf-8").read()
+                       for f in os.listdir(session.artifact_dir) if f.endswith(".c"))
+
+    session = build(())
+    code = source(session)
+    assert "W_blocks" in code and "scratch_col" not in code   # the direct kernel, no im2col
+    assert ("over the output positions q = oh * OW + ow themselves" in code) == masked
+    for n in (batch, 1) if x_shape[0] == "batch" else (batch,):
+        feed = {"X": x[:n], "Z": randn([n, *out[1:]])}
+        assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
+        assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)   # borders still zero
+    assert "W_blocks" not in source(build(("conv_direct", "conv_winograd")))
 
 
 def test_conv_large_channels_use_gemm_tiles():
@@ -514,7 +575,8 @@ def test_planned_kernels_take_a_free_batch(threads):
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = threads
     so.add_session_config_entry("session.onnxc.march", AVX2_MARCH)   # the AVX2 cost model's choices
-    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    # (the strided Conv is small enough to be computed directly: test_direct_conv's)
+    session = onnxc.InferenceSession(model.SerializeToString(), so, disabled_optimizers=["conv_direct"])
     with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
         source = f.read()
     assert "scratch_plane" in source, "depthwise / pooling planes"
