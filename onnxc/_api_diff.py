@@ -28,7 +28,7 @@ NOTES: dict[tuple[str, str], str] = {
     # --- module ---------------------------------------------------------------------------------
     (MODULE, "InferenceSession"): "done: a model path, bytes, an `onnx.ModelProto`, or an artifact folder "
                                   "written by `onnxc compile`; the keyword `disabled_optimizers` takes onnxc "
-                                  "pass names, `conv_winograd` or onnxruntime optimizer names (unknown names "
+                                  "pass names, `conv_winograd`, `conv_direct` or onnxruntime optimizer names (unknown names "
                                   "warn); other keyword arguments warn",
     (MODULE, "GraphOptimizationLevel"): "done, same names and values (but `ORT_ENABLE_LAYOUT`, below)",
     (MODULE, "get_available_providers"): "done: `CPUExecutionProvider`, and `CUDAExecutionProvider` where a GPU, "

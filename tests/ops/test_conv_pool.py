@@ -473,7 +473,7 @@ def test_grouped_conv_runs_blocks_of_output_channels_over_phase_planes(threads, 
     (1, AVX2_MARCH, [1, 8, 9, 10], [16, 8, 3, 3], {"pads": [0, 1, 2, 1]}, True),     # rows padded unevenly
     (1, None, [1, 16, 12, 12], [16, 16, 3, 3], {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, True),
     (1, None, [1, 16, 9, 9], [16, 16, 1, 7], {"pads": [0, 3, 0, 3]}, True),          # Inception's 1x7
-    (1, None, [1, 24, 6, 6], [16, 24, 1, 1], {}, True),                              # no shifted column
+    (1, None, [1, 24, 6, 6], [16, 24, 1, 3], {"pads": [0, 1, 0, 1]}, True),         # no shifted row
     (1, "x86-64", [1, 8, 6, 7], [16, 8, 3, 3], {"pads": [1, 1, 1, 1]}, True),        # portable loops
     (2, None, [1, 8, 20, 20], [16, 8, 3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}, False),
 ])
