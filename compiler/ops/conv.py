@@ -131,6 +131,7 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         kernel = _depthwise_2d(k, win, begins, checks, epilogue, fused)
         if kernel is not None:
             return kernel
+    # (conv_direct: small ones, and large kernels of stride 1, without im2col and the GEMM)
     if sgemm and not depthwise and group == 1 and k.target.direct_conv and w.value is not None \
             and _direct_wins(win, w.dims, out_dims, in_dims):
         kernel = _grouped_2d(k, win, begins, checks, epilogue, group, fused)
@@ -482,10 +483,10 @@ def _direct_wins(win: Window, w_dims: Sequence[CExpr], out_dims: Sequence[CExpr]
 
 def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: list[dict[str, str]],
                 epilogue: dict[str, Any], group: int, fused: bool) -> Optional[Kernel]:
-    """The ``c/conv_grouped.c.j2`` kernel of a float32 2-D grouped Conv with constant weights,
-    static sizes and pads of at least 0 (not on a small-memory target), whose groups have a
-    multiple of 8 output channels (16 where the target has 32 vector registers: a block's sums
-    stay in them), or None. A group of 16 channels is a GEMM of 16 rows, which the micro-kernel
+    """The ``c/conv_grouped.c.j2`` kernel of a float32 2-D grouped Conv (or of one group, where
+    ``_direct_wins``) with constant weights, static sizes and pads of at least 0 (not on a
+    small-memory target), whose groups have a multiple of 8 output channels (16 where the
+    target has 32 vector registers: a block's sums stay in them), or None. A group of 16 channels is a GEMM of 16 rows, which the micro-kernel
     (12 rows on AVX-512) covers in two panels, one a third full, after an im2col copy of the
     group's input; RegNetY-800MF's grouped convolutions took 1.85x onnxruntime's time that way."""
     x, w, y = k.input(0), k.input(1), k.out
