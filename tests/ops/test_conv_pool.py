@@ -430,18 +430,9 @@ def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape
         assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
 
 
-@pytest.mark.parametrize("threads, march, x_shape, w_shape, attrs", [
-    (1, None, [2, 32, 9, 11], [32, 16, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}),
-    (2, None, [1, 48, 14, 13], [48, 8, 3, 3], {"group": 6, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
-    (2, None, ["batch", 64, 7, 7], [64, 16, 3, 3], {"group": 4, "pads": [2, 2, 2, 2], "dilations": [2, 2]}),
-    (1, AVX2_MARCH, [1, 32, 10, 10], [32, 16, 3, 3], {"group": 2, "pads": [1, 0, 1, 2]}),
-    (1, "x86-64", [1, 16, 7, 6], [16, 8, 3, 3], {"group": 2, "pads": [1, 1, 1, 1], "strides": [1, 2]}),
-])
-def test_grouped_conv_runs_blocks_of_output_channels_over_phase_planes(threads, march, x_shape, w_shape, attrs):
-    """A grouped convolution of 8 or 16 output channels a group (RegNet's, ResNeXt's) computed
-    directly: a block of output channels' sums in vector registers over the group's phase
-    planes (portable loops where the target has no vectors), with bias, a fused residual and
-    activation, strides, dilations, threads and a free batch."""
+def conv_add_relu(x_shape, w_shape, attrs):
+    """Relu(Conv(X, W, B) + Z) with random constant W and B, X of x_shape (a "batch" first dim:
+    free, 3 images fed): (model, X fed, Y's shape)."""
     w, b = randn(w_shape) * 0.3, randn([w_shape[0]])
     batch = 3 if x_shape[0] == "batch" else x_shape[0]
     x = randn([batch, *x_shape[1:]])
@@ -454,6 +445,23 @@ def test_grouped_conv_runs_blocks_of_output_channels_over_phase_planes(threads, 
                        [("Y", TP.FLOAT, [None] * 4)],
                        initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
                                      helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    return model, x, out
+
+
+@pytest.mark.parametrize("threads, march, x_shape, w_shape, attrs", [
+    (1, None, [2, 32, 9, 11], [32, 16, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}),
+    (2, None, [1, 48, 14, 13], [48, 8, 3, 3], {"group": 6, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    (2, None, ["batch", 64, 7, 7], [64, 16, 3, 3], {"group": 4, "pads": [2, 2, 2, 2], "dilations": [2, 2]}),
+    (1, AVX2_MARCH, [1, 32, 10, 10], [32, 16, 3, 3], {"group": 2, "pads": [1, 0, 1, 2]}),
+    (1, "x86-64", [1, 16, 7, 6], [16, 8, 3, 3], {"group": 2, "pads": [1, 1, 1, 1], "strides": [1, 2]}),
+])
+def test_grouped_conv_runs_blocks_of_output_channels_over_phase_planes(threads, march, x_shape, w_shape, attrs):
+    """A grouped convolution of 8 or 16 output channels a group (RegNet's, ResNeXt's) computed
+    directly: a block of output channels' sums in vector registers over the group's phase
+    planes (portable loops where the target has no vectors), with bias, a fused residual and
+    activation, strides, dilations, threads and a free batch."""
+    model, x, out = conv_add_relu(x_shape, w_shape, attrs)
+    batch = x.shape[0]
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = threads
     if march:
@@ -485,18 +493,8 @@ def test_a_small_conv_of_one_group_is_computed_directly(threads, march, x_shape,
     masks zeroing the columns a shifted tap brings in from the neighbouring row, the last
     partial vector stored apart; bias, fused residual and Relu, a free batch, onnxruntime's
     values. Without the conv_direct lowering im2col takes it."""
-    w, b = randn(w_shape) * 0.3, randn([w_shape[0]])
-    batch = 3 if x_shape[0] == "batch" else x_shape[0]
-    x = randn([batch, *x_shape[1:]])
-    plain = make_model([node("Conv", ["X", "W"], "Y", **attrs)], [("X", TP.FLOAT, x.shape)], [("Y", TP.FLOAT, None)],
-                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel())])
-    out = run_ort(plain, {"X": x})[0].shape
-    model = make_model([node("Conv", ["X", "W", "B"], "C", **attrs), node("Add", ["C", "Z"], "S"),
-                        node("Relu", ["S"], "Y")],
-                       [("X", TP.FLOAT, x_shape), ("Z", TP.FLOAT, [x_shape[0], *out[1:]])],
-                       [("Y", TP.FLOAT, [None] * 4)],
-                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
-                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    model, x, out = conv_add_relu(x_shape, w_shape, attrs)
+    batch = x.shape[0]
 
     def build(disabled):
         if isinstance(threads, int):
