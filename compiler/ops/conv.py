@@ -455,8 +455,8 @@ GROUPED_MAX_LANES = 16   # floats of the widest vector the kernel may be compile
 # DIRECT_SMALL_MAP_MACS on maps of at most DIRECT_SMALL_MAP positions), or where its kernel is
 # large and of stride 1 (at least DIRECT_MIN_TAPS taps, rows as long as the input's): im2col
 # copies every input value once a tap, and Winograd is for 3x3 only. Measured at one thread
-# against im2col or Winograd (Sapphire Rapids): 16 -> 32 channels 3x3 on 16 x 16 0.74, 32 -> 64
-# on 8 x 8 0.86, 32 -> 64 on 16 x 16 0.92, 64 -> 128 on 8 x 8 0.87, but 64 -> 64 on 14 x 14 1.27
+# against im2col or Winograd (Sapphire Rapids): 16 -> 32 channels 3x3 on 16 x 16 0.67, 32 -> 64
+# on 8 x 8 0.78, 32 -> 64 on 16 x 16 0.92, 64 -> 128 on 8 x 8 0.87, but 64 -> 64 on 14 x 14 1.27
 # and 32 -> 64 on 32 x 32 1.62 (Winograd's); 5x5 16 -> 16 channels on 64 x 64 0.49, 64 -> 64 on
 # 32 x 32 0.70, 7x7 16 -> 16 on 32 x 32 0.64.
 DIRECT_MAX_MACS = 3 << 20
