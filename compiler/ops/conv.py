@@ -104,7 +104,7 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     # col are one shifted run of X's rows, copied in one loop, then the columns the shift
     # brought in from a neighbouring row are zeroed (a 3x3 Conv of 32 channels on an 8x8 map:
     # im2col row by row took as long as a third of its GEMM).
-    shifted_rows = rank == 2 and win.strides == (1, 1) and out_dims[1] == in_dims[1]
+    shifted_rows = _same_rows(win, in_dims, out_dims)
     # col holds `rows` outputs of the first spatial axis at a time, about COL_ELEMENTS values
     # (or COL_MIN_WIDTH outputs); a fraction of that on a small-memory target.
     col_elements, col_min_width = (SMALL_COL_ELEMENTS, SMALL_COL_MIN_WIDTH) if k.target.small_memory \
@@ -465,6 +465,12 @@ DIRECT_SMALL_MAP = 256
 DIRECT_MIN_TAPS = 25
 
 
+def _same_rows(win: Window, in_dims: Sequence[CExpr], out_dims: Sequence[CExpr]) -> bool:
+    """A 2-D window of stride 1 whose output rows are as long as the input's (a "same"
+    convolution, dilated or not): a tap reads a row shifted by a fixed offset."""
+    return win.rank == 2 and win.strides == (1, 1) and out_dims[1] == in_dims[1]
+
+
 def _direct_wins(win: Window, w_dims: Sequence[CExpr], out_dims: Sequence[CExpr], in_dims: Sequence[CExpr]) -> bool:
     """Whether a one-group 2-D Conv of these sizes is faster computed directly than by im2col
     or Winograd and the GEMM (the kernel itself may still decline it)."""
@@ -476,7 +482,7 @@ def _direct_wins(win: Window, w_dims: Sequence[CExpr], out_dims: Sequence[CExpr]
         # a 1x1 kernel's GEMM reads X as it is, with no im2col: SqueezeNet's 1x1 expand layers
         # computed directly took the model 4.61 -> 4.71 ms at one thread, 2.95 -> 3.12 at two)
     macs = int(np.prod(w_dims, dtype=np.int64)) * positions
-    same = win.strides == (1, 1) and out_dims[1] == in_dims[1]
+    same = _same_rows(win, in_dims, out_dims)
     return macs <= DIRECT_MAX_MACS or (same and positions <= DIRECT_SMALL_MAP and macs <= DIRECT_SMALL_MAP_MACS) \
         or (same and int(np.prod(win.kernel)) >= DIRECT_MIN_TAPS)
 
@@ -511,7 +517,7 @@ def _grouped_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: 
     # columns the taps reach left of the first output and past the last vector); no padding
     # columns, so the vectors run over the output positions themselves and a tap's column
     # shift c != 0 zeroes, by mask c, the lanes whose column ow + c leaves the row.
-    masked = win.strides == (1, 1) and pp.OW == pp.W
+    masked = _same_rows(win, x.dims[2:], y.dims[2:])
     if masked:
         (kh, kw), (d0, d1), (pt, pl) = win.kernel, win.dilations, begins
         rows = max(pp.OH + (kh - 1) * d0, pt + pp.H)
