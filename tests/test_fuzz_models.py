@@ -152,3 +152,35 @@ def test_a_mutant_that_loops_for_ever_is_stopped_not_a_hang(monkeypatch):
     started = time.monotonic()
     assert try_input(model.SerializeToString()) == "run stopped after the time limit"
     assert time.monotonic() - started < 60
+
+
+def test_a_mutant_that_draws_for_a_minute_in_one_node_is_stopped():
+    """Found by CI's campaign: a mutation set the random-ops seed's Multinomial sample_size to
+    2^31 - 1, one node drawing for about a minute. RunOptions.terminate takes effect inside the
+    node (every 2^20 draws), not only after it: 2^28 samples here (an int32 output of 1 GiB,
+    of which the draws until the stop touch a part; about 6 s of draws to the end), stopped
+    half a second in."""
+    import threading
+    import onnx
+    import onnxc
+    from fuzz.mutants import zeros_feed
+    from fuzz.seeds import seed_bytes
+    model = onnx.load_from_string(seed_bytes()["random_ops"])
+    multinomial = [n for n in model.graph.node if n.op_type == "Multinomial"]
+    assert multinomial
+    for attr in multinomial[0].attribute:
+        if attr.name == "sample_size":
+            attr.i = 1 << 28
+    options = onnxc.SessionOptions()
+    options.intra_op_num_threads = 1
+    sess = onnxc.InferenceSession(model.SerializeToString(), options)
+    stop = onnxc.RunOptions()
+    watchdog = threading.Timer(0.5, lambda: setattr(stop, "terminate", True))
+    started = time.monotonic()
+    watchdog.start()
+    try:
+        with pytest.raises(onnxc.RuntimeFailure, match="terminated"):
+            sess.run(None, zeros_feed(sess), stop)
+    finally:
+        watchdog.cancel()
+    assert time.monotonic() - started < 2.5
