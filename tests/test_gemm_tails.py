@@ -1,6 +1,7 @@
-"""The float32 GEMM's last columns (c/helpers/sgemm.c.j2, onnxc_sgemm_edge): a product whose
-column count is not a multiple of the tile's (NR = 32 with AVX-512, 16 with AVX2, 8 with NEON)
-ends in a half tile, a few single columns, both, or a whole tile, by how many columns are left.
+"""The float32 GEMM's last columns (c/helpers/sgemm.c.j2, onnxc_sgemm_edge and, for several row
+panels at once, onnxc_sgemm_columns_panels): a product whose column count is not a multiple of
+the tile's (NR = 32 with AVX-512, 16 with AVX2, 8 with NEON) ends in a half tile, a few single
+columns, both, or a whole tile, by how many columns are left.
 Every remainder class of every family is here, with edge rows and k blocks that accumulate; the
 AVX2 and AVX-512 builds run it in tests/test_isa_matrix.py, the NEON build under qemu in
 tests/test_aarch64.py."""
@@ -17,12 +18,14 @@ from helpers import make_model, run_onnxc
 # Columns of the MatMuls: remainders 1-31 of 32 (AVX-512), 1-15 of 16 (AVX2), 1-7 of 8 (NEON),
 # in each of their branches (columns only, a half tile, a half tile and columns, a whole tile).
 COLUMNS = (1, 3, 4, 5, 6, 8, 9, 14, 15, 16, 17, 20, 24, 25, 31, 33, 37, 49)
-ROWS, DEPTH = 20, 300          # 12 + 8 rows (an edge row panel); k blocks of 256 and 44
+# 4 x 12 + 8 rows: a group of four row panels, whose last columns are computed together (with
+# AVX2's 6-row panels, two groups and two panels), and an edge row panel; k blocks of 256 and 44
+ROWS, DEPTH = 56, 300
 
 
 def column_tails_model() -> onnx.ModelProto:
-    """y_n = a (20 x 300) @ w_n (300 x n) for each n of COLUMNS (B packed at compile time), and
-    a 1x1 Conv of 300 to 20 channels on a 7 x 7 map (49 columns, A packed) with a residual and
+    """y_n = a (56 x 300) @ w_n (300 x n) for each n of COLUMNS (B packed at compile time), and
+    a 1x1 Conv of 300 to 56 channels on a 7 x 7 map (49 columns, A packed) with a residual and
     x * sigmoid(x) fused into its epilogue."""
     rng = np.random.default_rng(11)
     nodes, inits, outputs = [], [], []
