@@ -386,9 +386,6 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
             inside = all(0 <= p < d for p, d in zip(pos, in_dims))
             row.append(sum(p * s for p, s in zip(pos, in_strides)) if inside else -1)
         src.append(row)
-    # Where no tap reads padding, offsets are a position's first plus a tap's: two short lists.
-    base = [row[0] for row in src] if all(v >= 0 for row in src for v in row) else None
-    tap = [v - src[0][0] for v in src[0]] if base is not None else None
     in_size = int(np.prod(in_dims, dtype=np.int64))
     if in_size >= 2 ** 31 or positions * taps > SMALL_MAP_TABLE:
         return None
@@ -396,16 +393,27 @@ def _small_map(k: KernelContext, win: Window, begins: Sequence[CExpr], checks: l
     images = max(1, min(SMALL_MAP_ROWS // positions, SMALL_MAP_PATCH_FLOATS // (positions * kk)))
     if isinstance(n, int):
         images = min(images, n)
+    if images * c * in_size >= 2 ** 31:
+        return None
     rows = images * positions
+    # The patches are written as the GEMM's packed A, panels of MR rows: reads[p][t][lane], the
+    # offset in a block's images (of the same channel) of the value tap t of the panel's row
+    # `lane` (image i, position o) reads, -1 for padding and for rows past the block's.
+    mr = k.target.gemm_mr
+    panels = -(-rows // mr)
+    reads = np.full((panels, taps, mr), -1, np.int64)
+    for r in range(rows):
+        i, o = divmod(r, positions)
+        reads[r // mr, :, r % mr] = [i * c * in_size + v if v >= 0 else -1 for v in src[o]]
     weights = np.asarray(w.value, np.float32).reshape(m, kk)
     packed = k.constant("W_columns", _gemm.pack_cols(np.ascontiguousarray(weights.T), k.target.gemm_nr))
     data = {"checks": checks, "N": cexpr.lit(n), "C": c, "M": m, "K": kk, "S": positions, "T": taps,
-            "IN": in_size, "NB": images, "src": src, "base": base, "tap": tap, "packed": packed,
+            "IN": in_size, "NB": images, "reads": reads.reshape(panels, -1).tolist(), "packed": packed,
             "x_ptr": x.name, "y_ptr": y.name, "bias_ptr": k.input(2).name if k.has_input(2) else "NULL",
             "epi": epilogue, "residual": epilogue["residual"], "MB": SMALL_MAP_BACK_ROWS,
-            "MBLOCKS": -(-m // SMALL_MAP_BACK_ROWS)}
+            "MBLOCKS": -(-m // SMALL_MAP_BACK_ROWS), "MR": mr}
     kernel = k.kernel("c/conv_small_map.c.j2", helpers=(_gemm.HELPER,), **data)
-    kernel.scratch["patches"] = rows * kk * 4
+    kernel.scratch["patches"] = -(-rows // mr) * mr * kk * 4
     kernel.scratch["product"] = rows * m * 4
     kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, rows, m, kk, few_rows_unpacked=True, target=k.target)
     return kernel
