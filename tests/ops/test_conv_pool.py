@@ -216,6 +216,32 @@ def test_conv_bands_side_by_side(threads):
     assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
 
 
+def test_a_map_of_few_weights_takes_a_band_per_thread():
+    """A 1x1 stride-2 convolution of 256 -> 128 channels onto 14 x 14 (196 positions: one band
+    of at most 512 at one thread) with 128 KiB of weights: at two threads a band of 7 rows each,
+    a thread's im2col rows read by its own GEMM. The same bits as one thread (each product sums
+    in the same order whichever band has it), and onnxruntime's values."""
+    w, b = randn([128, 256, 1, 1]) * 0.1, randn([128])
+    model = make_model([node("Conv", ["X", "W", "B"], "C", strides=[2, 2]), node("Relu", ["C"], "Y")],
+                       [("X", TP.FLOAT, [1, 256, 28, 28])], [("Y", TP.FLOAT, [None] * 4)],
+                       initializers=[helper.make_tensor("W", TP.FLOAT, w.shape, w.ravel()),
+                                     helper.make_tensor("B", TP.FLOAT, b.shape, b)])
+    feed = {"X": randn([1, 256, 28, 28])}
+    results = []
+    for threads, rows in ((1, 14), (2, 7)):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.add_session_config_entry("session.onnxc.min_threaded_work", "0")   # (a threaded build of one node)
+        session = onnxc.InferenceSession(model.SerializeToString(), so)
+        with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+            source = f.read()
+        assert f"first < 14; first += {rows})" in source, threads
+        assert ("bands_parallel" in source) == (threads > 1)
+        results.append(session.run(None, feed)[0])
+    np.testing.assert_array_equal(results[0], results[1])
+    assert_close(results[1:], run_ort(model, feed), rtol=1e-4, atol=1e-4)
+
+
 AVX2_MARCH = "x86-64-v3"
 
 
