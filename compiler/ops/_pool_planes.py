@@ -1,6 +1,9 @@
 """The ``c/pool_planes.c.j2`` kernel: float32 2-D MaxPool and AveragePool (without Indices)
 with static sizes, over phase planes (``_phase_planes.py``) whose borders hold the
-reduction's identity (-inf for max, 0 for a sum), so that no tap needs a bounds check.
+reduction's identity (-inf for max, 0 for a sum), so that no tap needs a bounds check; or,
+for large maps, row by row: each input row copied between such borders, reduced over the
+kernel's columns, then each output row over the kernel's rows (a padding row reads a row of
+the identity).
 
 Both reductions are separable: each channel is reduced over the kernel's columns first (one
 vector loop per row phase), then over its rows (one vector loop), kw + kh steps per output
@@ -20,6 +23,8 @@ from ._phase_planes import phase_planes, static_but_batch
 
 if TYPE_CHECKING:
     from ._conv_pool import Window
+
+POOL_PLANES_BYTES = 48 << 10   # a channel's scratch over phase planes above this: row by row instead
 
 REDUCTIONS = {  # kind: (the identity the borders hold, the step folding value {v} into acc)
     "max": ("-INFINITY", "acc = {v} > acc ? {v} : acc;"),   # skips NaNs, as the generic loops do
@@ -47,10 +52,24 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
                                      begins[a], ends[a], include_pad) for a in range(2))
     if min(row_counts) < 1 or min(col_counts) < 1:
         return None   # a window of padding alone
-    (kh, kw), (s0, _), (d0, _) = win.kernel, win.strides, win.dilations
+    (kh, kw), (s0, s1), (d0, d1) = win.kernel, win.strides, win.dilations
+    h, w = x.dims[2:]
+    oh, ow = y.dims[2:]
     plane = pp.QH * pp.QW
     across = s0 * plane       # each row phase reduced over the kernel's columns
-    stride = thread_part(pp.floats + across + pp.OH * pp.QW, 4)    # one thread's planes, `across` and row buffer
+    planes_floats = pp.floats + across + pp.OH * pp.QW    # one thread's planes, `across` and row buffer
+    # Row by row where a channel's planes would not stay in the first-level cache (a network's
+    # first pool, 3x3 stride 2 of 64 x 112 x 112: 91 KiB of planes a channel, 0.257 -> 0.230 ms
+    # at 1 thread; 2x2 stride 2 of 160 x 160: 0.232 -> 0.159). Smaller maps keep the planes,
+    # whose vector loops run over a whole channel rather than short rows (55 x 55 3x3 stride 2:
+    # 0.049 ms over planes, 0.083 row by row; Sapphire Rapids).
+    by_rows = planes_floats * 4 > POOL_PLANES_BYTES
+    # a row between its borders: begins[1] of them on the left, as many on the right as the
+    # last window reaches past the input (ceil_mode's and the end padding's)
+    line = max(begins[1] + w, (ow - 1) * s1 + (kw - 1) * d1 + 1)
+    # row by row, one thread's scratch: the row, a row of the identity (padding rows read it)
+    # and the channel's rows reduced over the kernel's columns
+    stride = thread_part(line + ow + h * ow if by_rows else planes_floats, 4)
     border, step = REDUCTIONS[kind]
     n, c = x.dims[:2]
     data = {
@@ -58,8 +77,10 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
         "threads": k.target.threads, "PLANE": plane, "ACROSS": across, "border": border, "step": step,
         "col_taps": list(pp.col_taps),
         "row_taps": [a * d0 % s0 * plane + a * d0 // s0 * pp.QW for a in range(kh)],
+        "by_rows": by_rows, "LINE": line, "line_taps": [b * d1 for b in range(kw)],
+        "rows_of_taps": [a * d0 - begins[0] for a in range(kh)],
         "row_counts": row_counts, "col_counts": col_counts, "x_ptr": x.name, "y_ptr": y.name,
-        "work": cexpr.mul(n, c, across * kw + pp.OH * pp.QW * kh),
+        "work": cexpr.mul(n, c, h * (w + ow * kw) + oh * ow * kh if by_rows else across * kw + pp.OH * pp.QW * kh),
     }
     kernel = k.kernel("c/pool_planes.c.j2", **data)
     kernel.scratch["plane"] = cexpr.mul(k.target.threads, stride, 4)

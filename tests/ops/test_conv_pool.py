@@ -736,16 +736,22 @@ PLANE_POOLS = [  # (op, attrs, X shape) of float32 2-D pools over phase planes
      [1, 5, 11, 13]),
     ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}, [1, 6, 10, 10]),
     ("AveragePool", {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 0, 1, 0]}, [1, 3, 9, 10]),
+    # maps whose planes would not stay in the first-level cache: row by row
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [1, 3, 112, 112]),
+    ("MaxPool", {"kernel_shape": [3, 2], "strides": [3, 2], "dilations": [2, 3], "ceil_mode": 1}, [1, 2, 121, 130]),
+    ("AveragePool", {"kernel_shape": [2, 2], "strides": [2, 2]}, [1, 2, 160, 160]),
+    ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 2, 0, 1], "strides": [2, 3], "count_include_pad": 1},
+     [1, 2, 131, 127]),
 ]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("op, attrs, xshape", PLANE_POOLS)
 def test_pools_over_phase_planes(op, attrs, xshape, threads):
-    """The separable kernel over padded planes against onnxruntime, with infinities in X, also
-    with a symbolic batch; the generic loops serve the same pool with symbolic spatial sizes.
-    With NaNs in X (where onnxruntime's max depends on where they fall) a max skips them in
-    both kernels alike."""
+    """The separable kernel over padded planes (row by row on large maps) against onnxruntime,
+    with infinities in X, also with a symbolic batch; the generic loops serve the same pool with
+    symbolic spatial sizes. With NaNs in X (where onnxruntime's max depends on where they fall)
+    a max skips them in both kernels alike."""
     x = randn(xshape)
     x.flat[3::11], x.flat[5::13] = np.inf, -np.inf
     with_nans = x.copy()
@@ -757,7 +763,10 @@ def test_pools_over_phase_planes(op, attrs, xshape, threads):
         model = make_model([node(op, ["X"], "Y", **attrs)], [("X", TP.FLOAT, dims)], [("Y", TP.FLOAT, [None] * 4)])
         session = onnxc.InferenceSession(model.SerializeToString(), so)
         with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
-            assert ("over phase planes" in f.read()) == planes, dims
+            source = f.read()
+        by_rows = xshape[2] * xshape[3] > 10000
+        assert ("over phase planes" in source) == (planes and not by_rows), dims
+        assert ("row by row" in source) == (planes and by_rows), dims
         (expected,) = run_ort(model, {"X": x})
         np.testing.assert_allclose(session.run(None, {"X": x})[0], expected, rtol=1e-5, atol=1e-6)
         results.append(session.run(None, {"X": with_nans})[0])
