@@ -59,8 +59,8 @@ def pool_planes(kind: str, k: KernelContext, win: Window, begins: Sequence[CExpr
     across = s0 * plane       # each row phase reduced over the kernel's columns
     planes_floats = pp.floats + across + pp.OH * pp.QW    # one thread's planes, `across` and row buffer
     # Row by row where a channel's planes would not stay in the first-level cache (a network's
-    # first pool, 3x3 stride 2 of 64 x 112 x 112: 91 KiB of planes a channel, 0.257 -> 0.230 ms
-    # at 1 thread; 2x2 stride 2 of 160 x 160: 0.232 -> 0.159). Smaller maps keep the planes,
+    # first pool, 3x3 stride 2 of 64 x 112 x 112: 91 KiB of planes a channel, 0.257 -> 0.198 ms
+    # at 1 thread; 2x2 stride 2 of 160 x 160: 0.232 -> 0.161). Smaller maps keep the planes,
     # whose vector loops run over a whole channel rather than short rows (55 x 55 3x3 stride 2:
     # 0.049 ms over planes, 0.083 row by row; Sapphire Rapids).
     by_rows = planes_floats * 4 > POOL_PLANES_BYTES
