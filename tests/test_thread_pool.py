@@ -18,7 +18,7 @@ from onnx import helper
 
 import onnxc
 from helpers import make_model
-from tools import requires
+from tools import missing, requires
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -378,3 +378,33 @@ def test_a_small_recurrence_behind_an_if_runs_on_the_calling_thread(monkeypatch)
     for flag in (True, False):
         feed = {"x": rng.standard_normal((16, 1, 32)).astype(np.float32), "flag": np.array(flag)}
         np.testing.assert_array_equal(sess.run(None, feed)[0], one.run(None, feed)[0])
+
+
+@requires(shutil.which("gcc") is not None, "gcc builds the pool's own test program")
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads the pool thread's state in /proc")
+@pytest.mark.parametrize("sanitizer", ["none", "thread"])
+def test_a_pool_whose_thread_loses_its_core_rests(sanitizer, tmp_path):
+    """A neighbouring runtime's pool spinning after its run (three threads on two cores) takes a
+    pool thread's core in the middle of its share, and its region waits a time slice for it.
+    tests/c/pool_rest.c drives the pool's regions directly, with a thread number that sleeps
+    in its share: after a late pool thread, or a late caller, the pool rests (regions on the
+    caller alone, as one thread number; its thread asleep), shares regions again once the rest
+    is over, rests twice as long when late again right after, and halves the last rest after a
+    run whose pool thread kept up. Built plain and under ThreadSanitizer."""
+    from onnxc.codegen import templates
+    (tmp_path / "pool.h").write_text(templates.render("c/helpers/pool.c.j2", {"pool_threads": 2}))
+    shutil.copy(os.path.join(HERE, "c", "pool_rest.c"), tmp_path / "pool_rest.c")
+    flags = ["-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function", "-DONNXC_POOL_LATE_NS=10000000",
+             "-DONNXC_POOL_REST_MIN_NS=100000000", "-DONNXC_POOL_REST_MAX_NS=1000000000"]
+    env = dict(os.environ)
+    if sanitizer == "thread":
+        libtsan = subprocess.run(["gcc", "-print-file-name=libtsan.so"], capture_output=True, text=True).stdout.strip()
+        if not os.path.isabs(libtsan):
+            missing("gcc has no ThreadSanitizer runtime (libtsan)")
+        flags += ["-fsanitize=thread", "-g"]
+        env["TSAN_OPTIONS"] = "halt_on_error=1:exitcode=66"
+    build = subprocess.run(["gcc", *flags, "pool_rest.c", "-o", "pool_rest", "-lpthread"], cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    out = subprocess.run([str(tmp_path / "pool_rest")], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout[-2000:] + out.stderr[-3000:]
