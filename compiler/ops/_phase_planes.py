@@ -50,7 +50,7 @@ class PhasePlanes:
         return self.S0 * self.S1 * self.PQ
 
     def template_data(self) -> dict[str, int | list]:
-        return {"H": self.H, "W": self.W, "OH": self.OH, "OW": self.OW, "QW": self.QW, "PQ": self.PQ,
+        return {"H": self.H, "W": self.W, "OH": self.OH, "OW": self.OW, "QH": self.QH, "QW": self.QW, "PQ": self.PQ,
                 "PT": self.PT, "PL": self.PL, "S0": self.S0, "S1": self.S1, "phases": list(self.phases)}
 
 

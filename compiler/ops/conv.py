@@ -685,18 +685,22 @@ def _winograd_2d(k: KernelContext, win: Window, begins: Sequence[CExpr], checks:
     reach = (blocks - 1) * rows * pp.QW + nbl + max(pp.taps)
     planes = max(c * pp.floats, (c - 1) * pp.floats + reach)
     packed = k.constant("W_winograd", _winograd.transform_filters(np.asarray(w.value, np.float32), wg, mr))
+    # with threads, each fills planes of its own with the rows its blocks read (not split by
+    # output channels: there every thread reads every row)
+    own_planes = threads > 1 and not split and blocks > 1
     has_bias = k.has_input(2)
     data = {
         "pp": pp.template_data(), "H": pp.H, "W": pp.W, "QW": pp.QW, "PLANE": pp.floats, "PLANES": planes,
         "taps": pp.taps, "gather": gather, "checks": checks, "N": n, "C": c, "K": m_out, "Kp": _ceil_div(m_out, mr) * mr,
         "OH": oh, "OW": ow, "OUT": oh * ow, "TH": th, "TW": tw, "m": m, "A": a,
         "BLK_ROWS": rows, "NBL": nbl, "NBLK": blocks, "split": split, "MR": mr, "WORK": a * a * (c + m_out) * nbl,
+        "own_planes": own_planes,
         "MACS": 9 * oh * ow * m_out * c, "packed": packed,
         "bias_ptr": k.input(2).name if has_bias else "NULL",
         "has_epilogue": has_bias or epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None,
         "x_ptr": x.name, "y_ptr": y.name, "epi": epilogue, "residual": epilogue["residual"],
     }
     kernel = k.kernel("c/conv_winograd.c.j2", helpers=(_gemm.HELPER, f"c/helpers/winograd_f{m}.c.j2"), **data)
-    kernel.scratch["plane"] = planes * 4
+    kernel.scratch["plane"] = (threads if own_planes else 1) * planes * 4
     kernel.scratch["work"] = threads * a * a * (c + m_out) * nbl * 4
     return kernel

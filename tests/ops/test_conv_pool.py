@@ -359,6 +359,7 @@ WINOGRAD_ATOL = 1e-5
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("channels, size, pads, tile, gathered, split", [
     ((16, 24), (48, 48), [1, 1, 1, 1], 4, False, False),   # phase-plane positions; 2 blocks at 2 threads
+    ((32, 32), (60, 56), [1, 1, 1, 1], 4, False, False),   # 4 blocks, the last of 3 tile rows: 2 a thread, 1 or 2 of 3
     ((16, 24), (16, 13), [0, 2, 1, 0], 4, True, False),    # uneven pads, partial tiles at both edges
     ((32, 64), (8, 8), [1, 1, 1, 1], 2, True, False),      # F(2x2)
     ((64, 100), (8, 8), [1, 1, 1, 1], 2, True, True),      # one block: 2 threads share its 100 channels
@@ -369,7 +370,9 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered, split):
     planes or gathered tile by tile, partial tiles at the right and bottom edges, and blocks
     of tile rows on two threads, each writing only its own block's outputs, or one block
     whose output channels the two threads share (a count that is no multiple of the GEMM's
-    row panels). Without the conv_winograd lowering the same convolution takes im2col."""
+    row panels). Blocks on threads read planes of their own thread, which fills them with
+    the rows its blocks read. Without the conv_winograd lowering the same convolution takes
+    im2col."""
     (c, k), (h, w) = channels, size
     oh, ow = h + pads[0] + pads[2] - 2, w + pads[1] + pads[3] - 2
     weights = randn([k, c, 3, 3]) * 0.3
@@ -378,12 +381,29 @@ def test_conv_winograd(threads, channels, size, pads, tile, gathered, split):
     assert f"Winograd's F({tile}x{tile}, 3x3)" in source
     assert ("GEMM columns each: the tiles, gathered" in source) == gathered
     assert ("each thread: every block, for its share of the output channels" in source) == (split and threads > 1)
+    blocks = int(re.search(r"Winograd's F\(\dx\d, 3x3\): (\d+) block", source).group(1))
+    assert ("from planes of its own" in source) == (threads > 1 and not split and blocks > 1)
     feed = {"X": randn([2, c, h, w]), "Z": randn([2, k, oh, ow])}
     expected = run_ort(model, feed)
     assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
     assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
     _, _, im2col = conv_residual_relu(weights, [2, c, h, w], [2, k, oh, ow], threads, pads=pads)
     assert "Winograd" not in im2col
+
+
+def test_winograd_blocks_on_three_threads_read_planes_of_their_own_thread():
+    """3 blocks of tile rows on 3 threads, each filling planes of its own with the rows its
+    block reads (and zeros past them, which the positions after a block's last tile read):
+    the middle thread's rows start and end inside the planes. Batch 2."""
+    weights = randn([32, 32, 3, 3]) * 0.3
+    model, session, source = conv_residual_relu(weights, [2, 32, 60, 56], [2, 32, 60, 56], 3,
+                                                disabled=("conv_direct",), pads=[1, 1, 1, 1])
+    assert "Winograd's F(4x4, 3x3): 3 block(s) of 5 tile rows" in source
+    assert "from planes of its own" in source
+    feed = {"X": randn([2, 32, 60, 56]), "Z": randn([2, 32, 60, 56])}
+    expected = run_ort(model, feed)
+    for _ in range(2):
+        assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
 
 
 @pytest.mark.parametrize("threads, channels, patches", [(1, 512, True), (2, 512, False), (1, 128, False)])
