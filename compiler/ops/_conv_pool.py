@@ -228,6 +228,13 @@ class Pool(OpDef):
         in_dims, out_dims = x.dims[2:], y.dims[2:]
         begins, ends = pads_c(win, in_dims, out_dims)
         include_pad = self.kind == "avg" and bool(node.attrs.get("count_include_pad", 0))
+        if (len(k.outputs) == 1 and x.dtype in dt.FLOATS and tuple(in_dims) == win.kernel
+                and set(win.dilations) == {1} and not any(begins) and not any(ends) and set(out_dims) == {1}):
+            # one window over each whole plane (a classifier's AveragePool 7x7 on 7 x 7): the
+            # global pool's kernel, rather than the planes' reductions of every window position
+            whole = self.whole_plane_reduction(node, x, cexpr.lit(cexpr.prod(in_dims)))
+            if whole is not None:
+                return global_pool_kernel(k, *whole)
         planes = pool_planes(self.kind, k, win, begins, ends, include_pad)
         if planes is not None:
             return planes
@@ -259,6 +266,11 @@ class Pool(OpDef):
     def reduction(self, node: Node, x: TensorRef) -> dict[str, Any]:
         """init: accumulator start; step: statement folding v into acc; result: of acc (and count)."""
         raise NotImplementedError
+
+    def whole_plane_reduction(self, node: Node, x: TensorRef, size: str) -> Optional[tuple[str, str, str]]:
+        """The global pool's reduction (GlobalPool.reduction) of a window that covers each
+        whole plane, or None to keep the windowed kernel."""
+        return None
 
 
 def _window_count(room: str, d: int, k: int) -> str:
@@ -293,6 +305,16 @@ def lp_root(p: float, acc: str, compute: str) -> str:
     return f"{math_fn('pow', compute)}({acc}, {float_literal(1.0 / p, compute)})"
 
 
+def global_pool_kernel(k: KernelContext, init: str, step: str, result: str) -> Kernel:
+    """``c/global_pool.c.j2``: one reduction (GlobalPool.reduction's strings) over each (n, c)
+    plane of the node's input into its output."""
+    x, y = k.input(0), k.out
+    lanes = 16 if step == "acc += v;" and x.dtype is dt.FLOAT else 0
+    return k.kernel("c/global_pool.c.j2", NC=cexpr.lit(cexpr.mul(x.dims[0], x.dims[1])),
+                    IN=cexpr.lit(cexpr.prod(x.dims[2:])), X=x.name, Y=y.name, xt=x.ctype, ct=x.compute,
+                    load=x.dtype.load.format("xp[i]"), init=init, step=step, store=y.store(result), lanes=lanes)
+
+
 class GlobalPool(OpDef):
     """Shared GlobalAveragePool / GlobalMaxPool / GlobalLpPool: one value per (n, c) plane."""
 
@@ -304,13 +326,7 @@ class GlobalPool(OpDef):
         return [(x.dtype, (x.shape[0], x.shape[1]) + (1,) * (len(x.shape) - 2))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
-        x, y = k.input(0), k.out
-        size = cexpr.lit(cexpr.prod(x.dims[2:]))
-        init, step, result = self.reduction(node, x, size)
-        lanes = 16 if step == "acc += v;" and x.dtype is dt.FLOAT else 0
-        return k.kernel("c/global_pool.c.j2", NC=cexpr.lit(cexpr.mul(x.dims[0], x.dims[1])), IN=size,
-                        X=x.name, Y=y.name, xt=x.ctype, ct=x.compute, load=x.dtype.load.format("xp[i]"),
-                        init=init, step=step, store=y.store(result), lanes=lanes)
+        return global_pool_kernel(k, *self.reduction(node, k.input(0), cexpr.lit(cexpr.prod(k.input(0).dims[2:]))))
 
     def reduction(self, node: Node, x: TensorRef, size: str) -> tuple[str, str, str]:
         """(accumulator start, statement folding v into acc, result of acc)."""

@@ -15,3 +15,7 @@ class AveragePool(Pool):
 
     def reduction(self, node: Node, x: TensorRef) -> dict[str, Any]:
         return {"init": "0", "step": "acc += v;", "result": f"acc / ({x.compute})count"}
+
+    def whole_plane_reduction(self, node: Node, x: TensorRef, size: str) -> tuple[str, str, str]:
+        # (no pads: the count is the plane's size, whatever count_include_pad says)
+        return "0", "acc += v;", f"acc / ({x.compute}){size}"

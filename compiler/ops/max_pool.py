@@ -20,3 +20,6 @@ class MaxPool(Pool):
         # NaNs are skipped (as onnxruntime does); with Indices, the first maximum wins.
         better = "v > acc || (arg < 0 && v == v)" if x.dtype.is_float else "v > acc || arg < 0"
         return {"init": lowest(x.dtype), "better": better, "step": "acc = v > acc ? v : acc;", "result": "acc"}
+
+    def whole_plane_reduction(self, node: Node, x: TensorRef, size: str) -> tuple[str, str, str]:
+        return lowest(x.dtype), "acc = v > acc ? v : acc;", "acc"   # (NaNs skipped, as above)

@@ -795,6 +795,35 @@ def test_pools_over_phase_planes(op, attrs, xshape, threads):
         np.testing.assert_array_equal(results[1], results[2])
 
 
+@pytest.mark.parametrize("op, attrs, global_kernel", [
+    ("AveragePool", {"kernel_shape": [7, 7]}, True),                           # a classifier's last pool
+    ("AveragePool", {"kernel_shape": [7, 7], "strides": [2, 2], "count_include_pad": 1}, True),
+    ("MaxPool", {"kernel_shape": [7, 7]}, True),
+    ("AveragePool", {"kernel_shape": [7, 7], "pads": [1, 1, 0, 0]}, False),    # padded: 2 x 2 windows
+    ("AveragePool", {"kernel_shape": [7, 6]}, False),                          # 1 x 2 windows
+])
+def test_a_window_over_the_whole_plane_takes_the_global_pool_kernel(op, attrs, global_kernel):
+    """AveragePool or MaxPool whose one window covers each whole 7 x 7 plane, unpadded (ResNet
+    exports from TensorFlow end in one), is built as GlobalAveragePool / GlobalMaxPool are (the
+    planes' kernel computed every window position of each row first); values as onnxruntime's,
+    with infinities, and NaNs skipped by the max as the windowed kernel skips them."""
+    x = randn([2, 40, 7, 7])
+    x.flat[3::11] = np.inf
+    model = make_model([node(op, ["X"], "Y", **attrs)], [("X", TP.FLOAT, x.shape)], [("Y", TP.FLOAT, [None] * 4)])
+    session = onnxc.InferenceSession(model.SerializeToString())
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        source = f.read()
+    assert ("Planes run side by side on the threads (each summed in the same order" in source) == global_kernel
+    (expected,) = run_ort(model, {"X": x})
+    np.testing.assert_allclose(session.run(None, {"X": x})[0], expected, rtol=1e-6, atol=1e-6)
+    if op == "MaxPool":
+        with_nans = x.copy()
+        with_nans[0, 0] = np.nan
+        with_nans[1, 1, 3, 4] = np.nan
+        got = session.run(None, {"X": with_nans})[0]
+        assert got[0, 0, 0, 0] == -np.inf and got[1, 1, 0, 0] == np.nanmax(with_nans[1, 1])
+
+
 @pytest.mark.parametrize("elem, dtype", [(TP.INT8, np.int8), (TP.UINT8, np.uint8), (TP.FLOAT16, np.float16)])
 def test_max_pool_types(elem, dtype):
     x = RNG.integers(-100 if dtype == np.int8 else 0, 100, [1, 2, 6, 7]).astype(dtype)
