@@ -114,6 +114,9 @@ class Target:
     # "bf16": the float32 GEMM's products (MatMul, Gemm, Conv through it) in bfloat16 with float32
     # sums (c/helpers/sgemm.c.j2, AVX512-BF16); "fp32": float32 throughout.
     precision: str = "fp32"
+    # 2-D transpositions copied in tiles that stay in cache (c/transpose_2d.c.j2): C builds, not
+    # CUDA, whose copy shell runs a GPU thread per element.
+    tiled_transpose: bool = False
 
 
 @dataclass

@@ -408,7 +408,7 @@ def _compile(source: Any, output_dir: Any, options: CompileOptions, command: Opt
                     int8_gemm=not embedded and not cuda,
                     system_libraries=not embedded, cmsis_nn=options.cmsis_nn,
                     requantize="fixed_point" if options.cmsis_nn else options.requantize,
-                    precision=options.precision)
+                    precision=options.precision, tiled_transpose=not cuda)
     prefetch = _HelperPrefetch(toolchain)
     early = output_dir is not None and not embedded and not cuda   # (a library is built: its helper objects too)
     emit_options = EmitOptions(prefix=options.prefix, command=command or _command_line(), version=__version__,

@@ -131,6 +131,11 @@ def strided_copy(k: KernelContext, src: TensorRef, dims: Sequence[cexpr.CExpr], 
     ``template`` may be a family template that sets up locals and includes strided_copy.c.j2."""
     out = out or k.out
     dims, strides = simplify_loops(list(dims), list(strides))
+    transposed = _transpose_2d(dims, strides, offset) \
+        if template == "c/strided_copy.c.j2" and k.target.tiled_transpose else None
+    if transposed is not None:
+        return k.kernel("c/transpose_2d.c.j2", src=src.name, dst=out.name, ctype=out.ctype, offset=offset,
+                        **transposed)
     computed = isinstance(offset, str) and bool(dims)
     # Whole rows of at least ROW_MIN elements are copied on the threads (a row's source offset
     # found from its number by a division per axis).
@@ -139,6 +144,33 @@ def strided_copy(k: KernelContext, src: TensorRef, dims: Sequence[cexpr.CExpr], 
                     offset="base" if computed else cexpr.lit(offset), base=offset if computed else "",
                     loops=loops_data(dims, strides), rows_parallel=cexpr.lit(cexpr.prod(dims[:-1])) if rows else "",
                     **extra)
+
+
+# A 2-D transposition's tile: source columns (destination rows) and the least source rows, and
+# the elements a tile holds (a third of a 48 KiB first-level cache in float32).
+TRANSPOSE_COLUMNS = 32
+TRANSPOSE_ROWS = 32
+TRANSPOSE_TILE = 4096
+# (fewer source rows are a destination row's few elements: the walk in its order is as good)
+TRANSPOSE_MIN_ROWS = 16
+
+
+def _transpose_2d(dims: list, strides: list, offset: cexpr.CExpr) -> Optional[dict[str, int]]:
+    """Template data of ``c/transpose_2d.c.j2`` where simplified static loops walk R x C matrices
+    by columns (dims [C, R] with strides [1, C], after an optional batch of whole matrices), R
+    at least TRANSPOSE_MIN_ROWS, else None. Walked in the destination's order, such a source is
+    read once per column, each pass using a line's one element (NHWC to NCHW of a 224 x 224 x 3
+    image: three passes over 600 KB)."""
+    if not all(isinstance(v, int) for v in (*dims, *strides, offset)) or len(dims) not in (2, 3):
+        return None
+    *batch, cols, rows = dims
+    *batch_stride, col_stride, row_stride = strides
+    if col_stride != 1 or row_stride != cols or batch and batch_stride[0] != rows * cols or cols < 2 \
+            or rows < TRANSPOSE_MIN_ROWS:
+        return None
+    tc = min(cols, TRANSPOSE_COLUMNS)
+    tr = min(rows, max(TRANSPOSE_ROWS, TRANSPOSE_TILE // tc))
+    return {"NB": batch[0] if batch else 1, "R": rows, "C": cols, "TR": tr, "TC": tc}
 
 
 def permuted_strides(dims: Sequence[cexpr.CExpr], perm: Sequence[int]) -> list[cexpr.CExpr]:

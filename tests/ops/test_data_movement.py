@@ -471,3 +471,30 @@ def test_gather_elements_of_constants_folds_past_32_positions(axis, data_shape, 
         np.where(indices < 0, indices + axis_len, indices), axis=axis) + feed["x"]
     np.testing.assert_array_equal(onnxc.InferenceSession(model.SerializeToString()).run(None, feed)[0], expected)
     np.testing.assert_array_equal(run_ort(model, feed)[0], expected)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape, perm, tiles", [
+    ([1, 224, 224, 3], [0, 3, 1, 2], True),    # NHWC to NCHW: 50176 x 3 matrices transposed
+    ([2, 40, 36, 5], [0, 3, 1, 2], True),      # a batch of them
+    ([300, 257], [1, 0], True),                # tiles of 32 columns x 128 rows, partial at both edges
+    ([4, 33, 65], [0, 2, 1], True),
+    ([1, 3, 64, 64], [0, 2, 3, 1], False),     # 3 source rows: walked in the destination's order
+    ([2, 3, 4, 5], [0, 2, 1, 3], False),       # rows of 5: copied row by row
+])
+def test_a_transpose_of_matrices_goes_by_tiles(shape, perm, tiles, threads):
+    """A Transpose that is a (batch of) 2-D transposition(s) copies tiles that stay in the
+    first-level cache (NHWC to NCHW read each line of a 3-channel image three times), on the
+    threads above the copy threshold; the same values as numpy's, also for other dtypes."""
+    rng = np.random.default_rng(5)
+    for elem, dtype in ((TP.FLOAT, np.float32), (TP.INT64, np.int64), (TP.FLOAT16, np.float16)):
+        x = rng.standard_normal(shape).astype(dtype) if dtype != np.int64 else rng.integers(-9, 9, shape)
+        model = make_model([_node("Transpose", ["x"], ["y"], perm=perm)], [("x", elem, shape)],
+                           [("y", elem, [shape[p] for p in perm])])
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.add_session_config_entry("session.onnxc.min_threaded_work", "0")
+        session = onnxc.InferenceSession(model.SerializeToString(), so)
+        with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+            assert ("transposed, in tiles of" in f.read()) == tiles
+        np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.transpose(x, perm))
