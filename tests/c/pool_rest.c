@@ -1,8 +1,9 @@
 /* The thread pool's rest (templates/c/helpers/pool.c.j2, ONNXC_POOL_LATE_NS), driven directly:
  * regions whose thread numbers sleep in their share play a thread that lost its core. The test
  * (tests/test_thread_pool.py) renders the pool into the pool.h it includes and builds it with
- * a late threshold of 10 ms and rests of 100 ms and more, far above a loaded machine's delays,
- * and reads the pool's state directly (one translation unit). Prints "ok" or what failed. */
+ * a late threshold of 30 ms (shares here sleep 80 ms), rests of 150 ms and more and a window
+ * of 400 ms, far above a loaded machine's scheduling delays, and reads the pool's state
+ * directly (one translation unit). Prints "ok" or what failed. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +45,7 @@ static int region_run(int delay)
     region r;
     memset(&r, 0, sizeof r);
     r.delay = delay;
-    r.delay_ns = 50000000;
+    r.delay_ns = 80000000;
     onnxc_pool_region(body, &r, 2, NULL);
     return r.count[0] == 1 ? 1 : r.tid[1] != tid_now() ? 2 : 0;
 }
@@ -68,9 +69,14 @@ static char state_of(pid_t tid)
 /* Runs regions until one has a pool thread run number 1 with `delay` sleeping (at most 50). */
 static int late_region(int delay)
 {
-    for (int i = 0; i < 50; ++i)
-        if (region_run(delay) == 2)
+    for (int i = 0; i < 50; ++i) {
+        const int ran = region_run(delay);
+        if (ran == 2)
             return 1;
+        if (ran == 1)   /* (resting, after late regions of a busy machine's own: wait it out) */
+            pause_ns(__atomic_load_n(&((onnxc_pool *)onnxc_team_now.pool)->rest_until_ns, __ATOMIC_RELAXED)
+                     - onnxc_pool_now_ns() + 1000000);
+    }
     return 0;
 }
 
@@ -80,11 +86,14 @@ int main(void)
     CHECK(pool != NULL && pool->count == 1, "a pool of one thread beside the caller");
     onnxc_pool *outer = onnxc_pool_begin(pool);
     CHECK(late_region(-1), "a pool thread runs a share");
-    pool->rest_ns = 0;   /* (the thread's start may have been late) */
+    pool->rest_ns = pool->late_ns = 0;   /* (the thread's start may have been late) */
     __atomic_store_n(&pool->rest_until_ns, 0, __ATOMIC_RELAXED);
 
-    /* A pool thread late with its share: the pool rests; its thread sleeps. */
+    /* A pool thread late with its share once: nothing changes; again within the window: the
+       pool rests, and its thread sleeps. */
     CHECK(late_region(1), "a late pool thread");
+    CHECK(pool->rest_ns == 0 && pool->late_ns > 0 && region_run(-1) == 2, "one late region alone: no rest");
+    CHECK(late_region(1), "a late pool thread again");
     CHECK(pool->rest_ns == ONNXC_POOL_REST_MIN_NS, "a first rest of the shortest length");
     CHECK(region_run(-1) == 1, "a region during the rest runs alone");
     char state = '?';
@@ -92,12 +101,20 @@ int main(void)
         pause_ns(1000000);
     CHECK(state == 'S', "the pool thread sleeps while the pool rests");
 
-    /* After the rest the threads share regions again; late right away: a rest twice as long. */
+    /* After the rest the threads share regions again; late right away (within the window of
+       the rest's end): a rest twice as long. */
     pause_ns(pool->rest_until_ns - onnxc_pool_now_ns() + 10000000);
     CHECK(late_region(1), "the pool shares regions after its rest (a late thread again)");
     CHECK(pool->rest_ns == 2 * ONNXC_POOL_REST_MIN_NS, "the next rest twice as long");
     pause_ns(ONNXC_POOL_REST_MIN_NS + 10000000);
     CHECK(region_run(-1) == 1, "still resting after the shortest rest");
+    onnxc_pool_end(pool, outer);
+
+    /* A late region a window after the last one: nothing changes. */
+    pause_ns(pool->rest_until_ns - onnxc_pool_now_ns() + ONNXC_POOL_LATE_WINDOW_NS + 10000000);
+    outer = onnxc_pool_begin(pool);
+    CHECK(late_region(1) && onnxc_pool_now_ns() > pool->rest_until_ns, "a late region long after the rest");
+    CHECK(pool->rest_ns == 2 * ONNXC_POOL_REST_MIN_NS && region_run(-1) == 2, "alone, it starts no rest");
     onnxc_pool_end(pool, outer);
 
     /* A run whose pool thread ran shares and kept up halves the last rest (tried until a run
@@ -120,7 +137,8 @@ int main(void)
 
     /* The caller late with its share (its core taken while a pool thread ran the other). */
     outer = onnxc_pool_begin(pool);
-    CHECK(late_region(0), "a late caller");
+    pool->late_ns = 0;
+    CHECK(late_region(0) && late_region(0), "a late caller, twice");
     CHECK(pool->rest_ns == ONNXC_POOL_REST_MIN_NS && region_run(-1) == 1, "a late caller rests the pool too");
     onnxc_pool_end(pool, outer);
     onnxc_pool_free(pool);
