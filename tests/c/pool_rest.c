@@ -110,11 +110,12 @@ int main(void)
     CHECK(region_run(-1) == 1, "still resting after the shortest rest");
     onnxc_pool_end(pool, outer);
 
-    /* A late region a window after the last one: nothing changes. */
+    /* A late region a window after the rest, which has not been halved away (no run since):
+       the pool rests again at once, twice as long. */
     pause_ns(pool->rest_until_ns - onnxc_pool_now_ns() + ONNXC_POOL_LATE_WINDOW_NS + 10000000);
     outer = onnxc_pool_begin(pool);
-    CHECK(late_region(1) && onnxc_pool_now_ns() > pool->rest_until_ns, "a late region long after the rest");
-    CHECK(pool->rest_ns == 2 * ONNXC_POOL_REST_MIN_NS && region_run(-1) == 2, "alone, it starts no rest");
+    CHECK(late_region(1), "a late region long after the rest");
+    CHECK(pool->rest_ns == 4 * ONNXC_POOL_REST_MIN_NS && region_run(-1) == 1, "the last rest not halved away: a rest");
     onnxc_pool_end(pool, outer);
 
     /* A run whose pool thread ran shares and kept up halves the last rest (tried until a run
@@ -134,6 +135,13 @@ int main(void)
     }
     CHECK(halved && cleared, "runs that keep up");
     __atomic_store_n(&pool->rest_until_ns, 0, __ATOMIC_RELAXED);
+
+    /* With no rest left, a late region a window after the last one: nothing changes. */
+    pause_ns(ONNXC_POOL_LATE_WINDOW_NS + 10000000);
+    outer = onnxc_pool_begin(pool);
+    CHECK(late_region(1), "a late region a window after the last");
+    CHECK(pool->rest_ns == 0 && region_run(-1) == 2, "alone, it starts no rest");
+    onnxc_pool_end(pool, outer);
 
     /* The caller late with its share (its core taken while a pool thread ran the other). */
     outer = onnxc_pool_begin(pool);
