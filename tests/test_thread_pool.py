@@ -388,8 +388,8 @@ def test_a_pool_whose_thread_loses_its_core_rests(sanitizer, tmp_path):
     pool thread's core in the middle of its share, and its region waits a time slice for it.
     tests/c/pool_rest.c drives the pool's regions directly, with a thread number that sleeps
     in its share: one late region alone changes nothing; a second within the window, from a late
-    pool thread or a late caller, makes the pool rest (regions on the caller alone, as one
-    thread number; its thread asleep); it shares regions again once the rest is over, rests
+    pool thread or a late caller, makes the pool rest (every region's thread numbers on the
+    caller, in turn; its thread asleep); it shares regions again once the rest is over, rests
     twice as long when late again right after, not when late only a window later, and halves
     the last rest after a run whose pool thread kept up. Built plain and under ThreadSanitizer."""
     from onnxc.codegen import templates

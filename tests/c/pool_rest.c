@@ -12,7 +12,7 @@
 #define ONNXC_POOL_OWNER 1
 #include "pool.h"
 
-typedef struct { int count[2]; pid_t tid[2]; int delay; int64_t delay_ns; int started; } region;
+typedef struct { int count[2]; pid_t tid[2]; int delay, wait; int64_t delay_ns; int started; } region;
 
 static pid_t tid_now(void) { return (pid_t)syscall(SYS_gettid); }
 
@@ -30,7 +30,7 @@ static void body(void *data)
     r->tid[num] = tid_now();
     if (num == 1)
         __atomic_store_n(&r->started, 1, __ATOMIC_SEQ_CST);
-    if (num == 0 && r->count[0] > 1)   /* let a pool thread take number 1 first */
+    if (num == 0 && r->wait)   /* let a pool thread take number 1 first (not while the pool rests) */
         for (int64_t t0 = onnxc_pool_now_ns(); !__atomic_load_n(&r->started, __ATOMIC_SEQ_CST)
                                                 && onnxc_pool_now_ns() - t0 < 1000000000;)
             ONNXC_POOL_RELAX();
@@ -38,16 +38,22 @@ static void body(void *data)
         pause_ns(r->delay_ns);
 }
 
-/* One region; returns 1 if it ran alone on the caller, 2 if a pool thread ran number 1, 0 if
- * the caller ran both numbers. `delay`: the number that sleeps (-1: none). */
+/* One region; returns 2 if a pool thread ran number 1, 1 if the caller ran both numbers while
+ * the pool rests, 0 if it ran both otherwise, -1 if the region did not have its 2 numbers.
+ * `delay`: the number that sleeps (-1: none). */
 static int region_run(int delay)
 {
+    onnxc_pool *pool = onnxc_team_now.pool;
     region r;
     memset(&r, 0, sizeof r);
+    const int resting = onnxc_pool_now_ns() < __atomic_load_n(&pool->rest_until_ns, __ATOMIC_RELAXED);
     r.delay = delay;
+    r.wait = !resting;
     r.delay_ns = 80000000;
     onnxc_pool_region(body, &r, 2, NULL);
-    return r.count[0] == 1 ? 1 : r.tid[1] != tid_now() ? 2 : 0;
+    if (r.count[0] != 2 || r.count[1] != 2)
+        return -1;   /* (every region has its 2 thread numbers, resting or not) */
+    return r.tid[1] != tid_now() ? 2 : resting ? 1 : 0;
 }
 
 static char state_of(pid_t tid)
