@@ -7,6 +7,7 @@ from ..ir import Graph
 from .fuse import (fold_batch_norm, fold_conv_scale_shift, fuse_attention, fuse_conv_epilogue, fuse_elementwise,
                    fuse_matmul_epilogue, scale_shift_batch_norm)
 from .infer import fold_constants, infer_shapes
+from .layout import blocked_conv_layout
 from .quantized import fuse_qdq
 from .padding import split_padding_regions, trim_padding_taps
 from .simplify import (eliminate_common_subexpressions, eliminate_dead_code, global_pool_from_reduce_mean,
@@ -35,6 +36,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("fuse_matmul_epilogue", fuse_matmul_epilogue, 2),
     ("fuse_attention", fuse_attention, 2),
     ("fuse_elementwise", fuse_elementwise, 2),
+    ("blocked_conv_layout", blocked_conv_layout, 99),   # chains of convolutions in 16-channel blocks
 ]
 
 # Choices made in lowering rather than by a pass, which ``disabled_passes`` (onnxruntime's
@@ -58,6 +60,7 @@ LOWERINGS: dict[str, int] = {
 TARGETS: dict[str, tuple[str, ...]] = {
     "fuse_qdq": ("c", "native"),
     "fuse_attention": ("native",),   # (its kernel calls the host's float32 GEMM)
+    "blocked_conv_layout": ("native",),   # (its kernel is the host's SIMD; CUDA keeps NCHW)
 }
 
 
