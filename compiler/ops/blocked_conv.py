@@ -33,31 +33,34 @@ def blocked_shape(shape) -> tuple:
     return (n, c // BLOCK, h, w, BLOCK)
 
 
-def pack_weights(w: np.ndarray) -> np.ndarray:
-    """W [M, C, KH, KW] as [M/B][KH][KW][C/B][B input channels][B output channels]: a tap's
-    weights for one output block, input block after input block, as the kernel reads them."""
+def pack_weights(w: np.ndarray, ib: int = BLOCK) -> np.ndarray:
+    """W [M, C, KH, KW] as [M/B][KH][KW][C/ib][ib input channels][B output channels]: a tap's
+    weights for one output block, input block after input block, as the kernel reads them (ib:
+    the input's channels per block, 1 for an NCHW input)."""
     m, c, kh, kw = w.shape
     return np.ascontiguousarray(
-        w.astype(np.float32).reshape(m // BLOCK, BLOCK, c // BLOCK, BLOCK, kh, kw).transpose(0, 4, 5, 2, 3, 1))
+        w.astype(np.float32).reshape(m // BLOCK, BLOCK, c // ib, ib, kh, kw).transpose(0, 4, 5, 2, 3, 1))
 
 
 @register("BlockedConv", since=1, domain=_fused.DOMAIN)
 class BlockedConv(OpDef):
-    """Y = act(conv(X, W) + B + Z) with X, Z and Y blocked ([N, C/16, H, W, 16]); W [M, C, KH, KW]
-    a constant, B [M] an optional constant. Made by the layout pass from Conv and FusedConv of
+    """Y = act(conv(X, W) + B + Z) with Z and Y blocked ([N, C/16, H, W, 16]), X blocked or NCHW
+    (a network's first convolution, of 3 channels); W [M, C, KH, KW] a constant, B [M] an
+    optional constant. Made by the layout pass from Conv and FusedConv of
     one group and dilation 1: attributes ``kernel_shape``, ``strides``, ``pads`` (begins, ends),
     ``activation`` and ``activation_params`` (as FusedConv's)."""
 
     def infer(self, node: Node, ctx: InferContext):
         x, w = ctx.inp(0), ctx.inp(1)
-        if x.dtype is not dt.FLOAT or len(x.shape) != 5 or x.shape[4] != BLOCK:
-            raise ctx.fail(f"X must be a blocked float32 tensor [N, C/{BLOCK}, H, W, {BLOCK}]")
-        if len(w.shape) != 4 or w.shape[0] % BLOCK or w.shape[1] != x.shape[1] * BLOCK:
+        if x.dtype is not dt.FLOAT or len(x.shape) not in (4, 5) or len(x.shape) == 5 and x.shape[4] != BLOCK:
+            raise ctx.fail(f"X must be a float32 tensor, NCHW or blocked [N, C/{BLOCK}, H, W, {BLOCK}]")
+        channels = x.shape[1] * BLOCK if len(x.shape) == 5 else x.shape[1]
+        if len(w.shape) != 4 or w.shape[0] % BLOCK or w.shape[1] != channels:
             raise ctx.fail(f"W must be [M, C, KH, KW] with M a multiple of {BLOCK} and C X's channels")
         kh, kw = node.attrs["kernel_shape"]
         sh, sw = node.attrs["strides"]
         pt, pl, pb, pr = node.attrs["pads"]
-        n, _, h, wd, _ = x.shape
+        n, _, h, wd = x.shape[:4]
         oh, ow = (h + pt + pb - kh) // sh + 1, (wd + pl + pr - kw) // sw + 1
         if oh < 1 or ow < 1:
             raise ctx.fail("the kernel is larger than the padded input")
@@ -68,20 +71,21 @@ class BlockedConv(OpDef):
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
         x, w, y = k.input(0), k.input(1), k.out
-        n, cb, h, wd, _ = x.dims
+        n, cb, h, wd = x.dims[:4]
+        ib = BLOCK if x.rank == 5 else 1
         mb, oh, ow = y.dims[1:4]
         kh, kw = node.attrs["kernel_shape"]
         sh, sw = node.attrs["strides"]
         pt, pl = node.attrs["pads"][:2]
-        packed = k.constant("W_blocked", pack_weights(np.asarray(w.value)))
+        packed = k.constant("W_blocked", pack_weights(np.asarray(w.value), ib))
         bias = k.input(2).name if k.has_input(2) else k.constant("B_zero", np.zeros(mb * BLOCK, np.float32))
         epilogue = _fused.epilogue_act(node)
         data = {
             "N": n, "CB": cb, "MB": mb, "H": h, "W": wd, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
-            "SH": sh, "SW": sw, "PT": pt, "PL": pl, "B": BLOCK,
+            "SH": sh, "SW": sw, "PT": pt, "PL": pl, "B": BLOCK, "IB": ib,
             "x_ptr": x.name, "y_ptr": y.name, "w_ptr": packed, "bias_ptr": bias,
             "residual": k.input(3).name if k.has_input(3) else None, "epi": epilogue,
-            "MACS": n * mb * oh * ow * cb * kh * kw * BLOCK * BLOCK,
+            "MACS": n * mb * oh * ow * cb * kh * kw * BLOCK * ib,
             # the tile's output blocks (the kernel takes as many as the target's registers hold)
             "tiles": list(range(1, min(4, mb) + 1)),
         }
@@ -102,7 +106,8 @@ class BlockedConv(OpDef):
             nodes.append(helper.make_node("Reshape", [t, shape], [r]))   # [N, C/B, B, H, W] -> NCHW
             return r
 
-        conv_in = [unblocked(inputs[0], "x", node.inputs[0].shape)] + list(inputs[1:3])
+        x = node.inputs[0]
+        conv_in = [unblocked(inputs[0], "x", x.shape) if len(x.shape) == 5 else inputs[0]] + list(inputs[1:3])
         if len(inputs) > 3 and inputs[3]:
             conv_in.append(unblocked(inputs[3], "z", node.inputs[3].shape))
         y = f"{prefix}_y_nchw"

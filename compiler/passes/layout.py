@@ -19,6 +19,7 @@ import onnx
 from .. import dtypes as dt
 from ..ir import Graph, Node, Value
 from ..ops.blocked_conv import BLOCK, FROM_BLOCKED, TO_BLOCKED, BlockedConv, macs
+from ..ops.blocked_pool import BlockedPool
 from ..ops.registry import lookup
 from .infer import infer_node
 
@@ -28,58 +29,92 @@ from .infer import infer_node
 # and 0.37; 128 -> 128 over 14 x 14, 0.30 and 0.36, where the chain's reorders would cost more).
 WINOGRAD_MIN_CHANNELS = 96
 WINOGRAD_MIN_POSITIONS = 400
+# A convolution of fewer input channels than a block (a network's first, over an image's 3)
+# reads its NCHW input as it is (one channel per block) and writes blocks, like onnxruntime's
+# NCHWc kernel for a first convolution: no im2col, and the next pool runs blocked too.
+NCHW_INPUT_MAX_CHANNELS = 4
 # A chain runs blocked where its multiply-adds are at least this many per value reordered at
 # its borders (a reorder moves a value in about the time of 50 multiply-adds, and blocking saves 10-25% of them).
 MIN_MACS_PER_REORDERED = 400
 
 
-def _pads(node: Node) -> Optional[list[int]]:
-    """The explicit pads (begins, ends) of a 2-D Conv with static sizes, or None."""
+def _pads(node: Node, kernel) -> Optional[list[int]]:
+    """The explicit pads (begins, ends) of a 2-D Conv or pool with static sizes, or None."""
     x, y = node.inputs[0].shape, node.outputs[0].shape
-    kh, kw = node.inputs[1].const.shape[2:]
-    sh, sw = node.attrs.get("strides", (1, 1))
+    strides = node.attrs.get("strides", (1, 1))
     auto_pad = node.attrs.get("auto_pad", "NOTSET")
     if auto_pad in ("NOTSET", "VALID"):
         pads = list(node.attrs.get("pads", (0, 0, 0, 0))) if auto_pad == "NOTSET" else [0, 0, 0, 0]
     else:
-        pads = []
-        for a, k, s in ((0, kh, sh), (1, kw, sw)):
-            total = max(0, (y[2 + a] - 1) * s + k - x[2 + a])
+        halves = []
+        for a in range(2):
+            total = max(0, (y[2 + a] - 1) * strides[a] + kernel[a] - x[2 + a])
             begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-            pads.append((begin, total - begin))
-        pads = [pads[0][0], pads[1][0], pads[0][1], pads[1][1]]
-    return pads if len(pads) == 4 and min(pads) >= 0 else None
+            halves.append((begin, total - begin))
+        pads = [halves[0][0], halves[1][0], halves[0][1], halves[1][1]]
+    if len(pads) != 4 or min(pads) < 0:
+        return None
+    # (the blocked kernels compute the floor-mode output size: it must be the node's)
+    for a in range(2):
+        if (x[2 + a] + pads[a] + pads[a + 2] - kernel[a]) // strides[a] + 1 != y[2 + a]:
+            return None
+    return pads
 
 
-def _blockable(node: Node) -> bool:
-    if node.op_type not in ("Conv", "FusedConv") or node.domain not in ("", "onnxc"):
-        return False
-    if node.op_type == "Conv" and node.domain:
-        return False
-    x, w, y = node.inputs[0], node.input(1), node.outputs[0]
-    if x.dtype is not dt.FLOAT or y.dtype is not dt.FLOAT or w is None or w.const is None or w.const.ndim != 4:
-        return False
-    if x.shape is None or y.shape is None or len(x.shape) != 4 or not x.static or not y.static:
-        return False
+def _static_float(node: Node) -> bool:
+    x, y = node.inputs[0], node.outputs[0]
+    return x.dtype is dt.FLOAT and y.dtype is dt.FLOAT and x.shape is not None and y.shape is not None \
+        and len(x.shape) == 4 and x.static and y.static and len(y.shape) == 4
+
+
+def _conv_input(node: Node) -> Optional[str]:
+    """How a Conv or FusedConv can run blocked: "blocked" (input channels a multiple of BLOCK),
+    "nchw" (a first convolution of a few channels, read as they are), or None."""
+    if node.op_type not in ("Conv", "FusedConv") or node.domain != ("" if node.op_type == "Conv" else "onnxc"):
+        return None
+    w = node.input(1)
+    if not _static_float(node) or w is None or w.const is None or w.const.ndim != 4:
+        return None
+    x, y = node.inputs[0], node.outputs[0]
     b = node.input(2)
     if b is not None and b.const is None:
-        return False
+        return None
     if node.attrs.get("group", 1) != 1 or any(d != 1 for d in node.attrs.get("dilations", (1, 1))):
-        return False
-    if x.shape[1] % BLOCK or y.shape[1] % BLOCK or w.const.shape[1] != x.shape[1]:
-        return False
+        return None
+    if y.shape[1] % BLOCK or w.const.shape[1] != x.shape[1]:
+        return None
     z = node.input(3)
     if z is not None and (z.shape is None or tuple(z.shape) != tuple(y.shape)):
-        return False
+        return None
     if w.const.shape[2:] == (3, 3) and tuple(node.attrs.get("strides", (1, 1))) == (1, 1) \
             and min(x.shape[1], y.shape[1]) >= WINOGRAD_MIN_CHANNELS \
             and y.shape[2] * y.shape[3] >= WINOGRAD_MIN_POSITIONS:
+        return None
+    if _pads(node, w.const.shape[2:]) is None:
+        return None
+    if x.shape[1] % BLOCK == 0:
+        return "blocked"
+    return "nchw" if x.shape[1] <= NCHW_INPUT_MAX_CHANNELS else None
+
+
+def _poolable(node: Node) -> bool:
+    """A 2-D MaxPool (no Indices, no dilation) or AveragePool of floor mode over channels a
+    multiple of BLOCK."""
+    if node.domain or node.op_type not in ("MaxPool", "AveragePool") or not _static_float(node):
         return False
-    return _pads(node) is not None
+    if len(node.outputs) > 1 and node.outputs[1] is not None or node.attrs.get("ceil_mode", 0):
+        return False
+    kernel = tuple(node.attrs.get("kernel_shape", ()))
+    if len(kernel) != 2 or any(d != 1 for d in node.attrs.get("dilations", (1, 1))):
+        return False
+    pads = _pads(node, kernel)
+    return node.inputs[0].shape[1] % BLOCK == 0 and pads is not None \
+        and max(pads[0], pads[2]) < kernel[0] and max(pads[1], pads[3]) < kernel[1]
 
 
-def _chains(graph: Graph, convs: list[Node]) -> list[list[Node]]:
-    parent = {n: n for n in convs}
+def _chains(nodes: list[Node], nchw_input: set[Node]) -> list[list[Node]]:
+    """The nodes grouped by the blocked tensors they would share."""
+    parent = {n: n for n in nodes}
 
     def root(n: Node) -> Node:
         while parent[n] is not n:
@@ -88,16 +123,16 @@ def _chains(graph: Graph, convs: list[Node]) -> list[list[Node]]:
         return n
 
     readers: dict[Value, Node] = {}
-    producers = {n.outputs[0]: n for n in convs}
-    for n in convs:
-        for v in (n.inputs[0], n.input(3)):
-            if v is None:
+    producers = {n.outputs[0]: n for n in nodes}
+    for n in nodes:
+        for i, v in enumerate(n.inputs[:4]):
+            if v is None or i not in (0, 3) or (i == 0 and n in nchw_input and v not in producers):
                 continue
             for other in ([producers[v]] if v in producers else []) + ([readers[v]] if v in readers else []):
                 parent[root(n)] = root(other)
             readers.setdefault(v, n)
     groups: dict[Node, list[Node]] = {}
-    for n in convs:
+    for n in nodes:
         groups.setdefault(root(n), []).append(n)
     return list(groups.values())
 
@@ -107,19 +142,23 @@ def blocked_conv_layout(graph: Graph) -> None:
     opset = graph.opsets.get("")
     if opset is None or opset < 5:   # (Reshape's shape is an input from opset 5)
         return
-    convs = [n for n in graph.nodes if _blockable(n)]
-    if not convs:
+    inputs = {n: _conv_input(n) for n in graph.nodes}
+    nchw_input = {n for n, kind in inputs.items() if kind == "nchw"}
+    candidates = [n for n in graph.nodes if inputs[n] is not None or _poolable(n)]
+    if not candidates:
         return
     consumers = graph.consumers()
     outputs = set(graph.outputs)
     chosen: set[Node] = set()
-    for chain in _chains(graph, convs):
+    for chain in _chains(candidates, nchw_input):
         members = set(chain)
         made = {n.outputs[0] for n in chain}
-        entering = {v for n in chain for v in (n.inputs[0], n.input(3)) if v is not None and v not in made}
+        entering = {v for n in chain for i, v in enumerate(n.inputs[:4])
+                    if v is not None and i in (0, 3) and v not in made and not (i == 0 and n in nchw_input)}
         leaving = {v for v in made if v in outputs or any(c not in members for c in consumers.get(v, []))}
         moved = sum(int(np.prod(v.shape)) for v in entering | leaving)
-        if sum(macs(n) for n in chain) >= MIN_MACS_PER_REORDERED * max(1, moved):
+        work = sum(macs(n) for n in chain if inputs[n] is not None)
+        if work >= MIN_MACS_PER_REORDERED * max(1, moved):
             chosen |= members
     if not chosen:
         return
@@ -154,19 +193,28 @@ def blocked_conv_layout(graph: Graph) -> None:
             new_nodes.append(node)
             continue
         y = node.outputs[0]
-        inputs = [to_blocked(node.inputs[0]), node.inputs[1], node.input(2)]
-        if node.input(3) is not None:
-            inputs.append(to_blocked(node.inputs[3]))
-        kh, kw = node.inputs[1].const.shape[2:]
-        attrs = {"kernel_shape": (kh, kw), "strides": tuple(node.attrs.get("strides", (1, 1))),
-                 "pads": tuple(_pads(node)), "activation": node.attrs.get("activation", ""),
-                 "activation_params": tuple(node.attrs.get("activation_params", ()))}
         yb = graph.new_value(y.name + "_blocked")
-        conv = Node("BlockedConv", "onnxc", node.name, inputs, [yb], attrs, opset=1, impl=BlockedConv(),
-                    version=1, memo=dict(node.memo))
-        yb.producer = conv
-        infer_node(graph, conv)
-        new_nodes.append(conv)
+        if inputs[node] is None:   # a pool
+            kernel = tuple(node.attrs["kernel_shape"])
+            attrs = {"kernel_shape": kernel, "strides": tuple(node.attrs.get("strides", (1, 1))),
+                     "pads": tuple(_pads(node, kernel)), "mode": "max" if node.op_type == "MaxPool" else "avg",
+                     "count_include_pad": int(node.attrs.get("count_include_pad", 0))}
+            made = Node("BlockedPool", "onnxc", node.name, [to_blocked(node.inputs[0])], [yb], attrs, opset=1,
+                        impl=BlockedPool(), version=1)
+        else:
+            x = node.inputs[0] if node in nchw_input else to_blocked(node.inputs[0])
+            conv_inputs = [x, node.inputs[1], node.input(2)]
+            if node.input(3) is not None:
+                conv_inputs.append(to_blocked(node.inputs[3]))
+            kernel = node.inputs[1].const.shape[2:]
+            attrs = {"kernel_shape": tuple(kernel), "strides": tuple(node.attrs.get("strides", (1, 1))),
+                     "pads": tuple(_pads(node, kernel)), "activation": node.attrs.get("activation", ""),
+                     "activation_params": tuple(node.attrs.get("activation_params", ()))}
+            made = Node("BlockedConv", "onnxc", node.name, conv_inputs, [yb], attrs, opset=1, impl=BlockedConv(),
+                        version=1, memo=dict(node.memo))
+        yb.producer = made
+        infer_node(graph, made)
+        new_nodes.append(made)
         blocked[y] = yb
         if y in outputs or any(c not in chosen for c in consumers.get(y, [])):
             split = graph.new_value(y.name + "_nchw_split")
