@@ -35,7 +35,7 @@ LARGE_NODE_SHARE = 4
 STREAMED_WEIGHTS_SPLIT = 1 << 18
 
 # ops whose work is the output's elements times the reduced length of a product
-_CONVS = {"Conv", "FusedConv", "ConvInteger", "QLinearConv", "NhwcConv"}
+_CONVS = {"Conv", "FusedConv", "BlockedConv", "ConvInteger", "QLinearConv", "NhwcConv"}
 _PRODUCTS = {"MatMul", "FusedMatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "MatMulIntegerToFloat",
              "DynamicQuantizeMatMul", "QGemm", "MatMulNBits"}
 # ops whose work the output does not tell (recurrences of other domains, attention, loops,

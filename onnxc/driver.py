@@ -319,7 +319,7 @@ def _optimize(source: Any, options: CompileOptions, descs: list, stages: _Stages
 # the GEMM's helper object (the longest job of a small model's C compile, about 2 s of CPU)
 # compiled beside the model's loading and optimization, where a second core has nothing to do;
 # a model whose kernels then call no GEMM leaves the object in the cache for the next one.
-GEMM_OPS = frozenset({"Conv", "ConvTranspose", "FusedConv", "Gemm", "MatMul", "FusedMatMul", "Einsum", "Attention",
+GEMM_OPS = frozenset({"Conv", "ConvTranspose", "FusedConv", "BlockedConv", "Gemm", "MatMul", "FusedMatMul", "Einsum", "Attention",
                       "MultiHeadAttention", "GroupQueryAttention", "LSTM", "GRU", "RNN"})
 
 
