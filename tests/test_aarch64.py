@@ -20,6 +20,7 @@ import pytest
 from helpers import run_onnxc
 from onnxc.codegen.toolchain import Toolchain
 from onnxc.driver import CompileOptions, generate_source
+from test_blocked_layout import resnet_like
 from test_fusion import EPILOGUE_ACTIVATIONS, every_epilogue_model
 from test_gemm_tails import (column_tails_feeds, column_tails_model, linear_feeds, linear_model, row_tails_feeds,
                              row_tails_model)
@@ -109,10 +110,13 @@ def _models() -> dict[str, tuple]:
         "row_tails": (row_tails_model(), row_tails_feeds()),
         # a Linear layer's weights as they are: NEON dot products of contiguous columns (vaddvq_f32)
         "linear": (linear_model(), linear_feeds()),
+        # the channels-blocked convolutions and pools: NEON's tile of 1 block (4 vectors) x 6 positions
+        "channels_blocked": resnet_like(1, 64),
     }
 
 
-@pytest.mark.parametrize("name", ["mlp", "kws", "blocked", "epilogues", "tails", "row_tails", "linear"])
+@pytest.mark.parametrize("name", ["mlp", "kws", "blocked", "epilogues", "tails", "row_tails", "linear",
+                                  "channels_blocked"])
 def test_native_neon_build_under_qemu_prints_what_the_host_computes(tmp_path, monkeypatch, name):
     model, feeds = _models()[name]
     host = run_onnxc(model, feeds)   # (this machine's build, before CC names the cross compiler)

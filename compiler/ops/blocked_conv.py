@@ -94,7 +94,7 @@ class BlockedConv(OpDef):
     def export(self, node: Node, inputs: list[str], outputs: list[str]) -> list:
         """The input and residual back to NCHW, the convolution as FusedConv exports it, and
         its result to the blocked layout."""
-        prefix = node.name or "blocked_conv"
+        prefix = node.outputs[0].name   # (unique, where node names may be empty)
         nodes: list = []
 
         def unblocked(name: str, tag: str, dims) -> str:

@@ -45,7 +45,7 @@ class BlockedPool(OpDef):
 
     def export(self, node: Node, inputs: list[str], outputs: list[str]) -> list:
         """The input back to NCHW, the standard pool, its result to the blocked layout."""
-        prefix = node.name or "blocked_pool"
+        prefix = node.outputs[0].name   # (unique, where node names may be empty)
         x, y = node.inputs[0].shape, node.outputs[0].shape
         nodes = [helper.make_node("Transpose", [inputs[0]], [f"{prefix}_x_t"], perm=list(FROM_BLOCKED)),
                  helper.make_node("Constant", [], [f"{prefix}_x_shape"], value=helper.make_tensor(
