@@ -1,13 +1,14 @@
 """The channels-blocked layout (compiler/ops/blocked_conv.py) for chains of convolutions.
 
 Convolutions that can run blocked (float32, 2-D, one group, dilation 1, constant weights,
-static sizes, input and output channels multiples of BLOCK) are grouped into chains: two are
-in one chain where one reads the other's output (as its input or its residual) or both read
-the same tensor. A chain runs blocked where its work pays for the reorders at its borders:
-each tensor entering the chain is reordered into the blocked layout once, each result read
-outside it back to NCHW once (a Transpose between Reshapes, the copy kernels' tiled
-transposition). ResNets become one chain from the first block to the last; a MobileNet's
-pointwise convolutions, each between depthwise ones, stay as they are.
+static sizes, output channels a multiple of BLOCK, input channels too or at most
+NCHW_INPUT_MAX_CHANNELS) and MaxPool and AveragePool of floor mode over such channels are
+grouped into chains: two are in one chain where one reads the other's output (as its input or
+its residual) or both read the same tensor. A chain runs blocked where its work pays for the
+reorders at its borders: each tensor entering the chain is reordered into the blocked layout
+once, each result read outside it back to NCHW once (a Transpose between Reshapes, the copy
+kernels' tiled transposition). A ResNet becomes one chain from its stem to its last block; a
+MobileNet's pointwise convolutions, each between depthwise ones, stay as they are.
 """
 from __future__ import annotations
 
