@@ -87,7 +87,7 @@ class BlockedConv(OpDef):
             "residual": k.input(3).name if k.has_input(3) else None, "epi": epilogue,
             "MACS": n * mb * oh * ow * cb * kh * kw * BLOCK * ib,
             # the tile's output blocks (the kernel takes as many as the target's registers hold)
-            "tiles": list(range(1, min(4, mb) + 1)),
+            "tile_blocks": list(range(1, min(4, mb) + 1)),
         }
         return k.kernel("c/conv_blocked.c.j2", helpers=(_gemm.HELPER, "c/helpers/blocked.c.j2"), **data)
 
