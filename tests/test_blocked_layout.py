@@ -169,3 +169,36 @@ def test_disabled_by_name():
     with open(f"{session.artifact_dir}/model.c", encoding="utf-8") as f:
         assert "BlockedConv" not in f.read()
     _assert_close(session.run(None, feeds), run_ort(model, feeds))
+
+
+@pytest.mark.parametrize("op, attrs, message", [
+    ("BlockedPool", {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [-5, 0, 0, 0], "mode": "max"}, "pads of at least 0"),
+    ("BlockedPool", {"kernel_shape": [3, 3], "strides": [0, 1], "pads": [0, 0, 0, 0], "mode": "max"}, "strides of at least 1"),
+    ("BlockedPool", {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [3, 0, 0, 0], "mode": "avg"}, "smaller"),
+    ("BlockedPool", {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [0, 0, 0, 0], "mode": "min"}, "mode"),
+    ("BlockedConv", {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [9, 0, 0, 0]}, "pads of at least 0"),
+    ("BlockedConv", {"kernel_shape": [1, 1], "strides": [1, 1], "pads": [0, 0, 0, 0]}, "not W's"),
+    ("BlockedConv", {"strides": [1, 1], "pads": [0, 0, 0, 0]}, "must be given"),
+])
+def test_a_models_own_blocked_nodes_are_checked(op, attrs, message):
+    """The blocked ops are in onnxc's domain, which a model file may name: their attributes are
+    checked like any op's, a clear error before any C is written."""
+    model = _internal(op, attrs)
+    with pytest.raises(onnxc.ShapeError, match=message):
+        onnxc.InferenceSession(model.SerializeToString())
+
+
+@pytest.mark.parametrize("op", ["BlockedPool", "BlockedConv"])
+def test_a_model_of_one_blocked_node_builds_and_runs(op):
+    """(Each kernel alone: a helper of the family may not assume the other's code is there.)"""
+    attrs = {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]} | ({"mode": "avg"} if op == "BlockedPool" else {})
+    x = np.random.default_rng(0).standard_normal((1, 1, 8, 8, 16)).astype(np.float32)
+    y = onnxc.InferenceSession(_internal(op, attrs).SerializeToString()).run(None, {"x": x})[0]
+    assert y.shape == (1, 1, 8, 8, 16) and np.isfinite(y).all()
+
+
+def _internal(op: str, attrs: dict):
+    w = helper.make_tensor("w", TP.FLOAT, [16, 16, 3, 3], np.full(16 * 16 * 9, 0.01, np.float32))
+    node = helper.make_node(op, ["x"] + (["w"] if op == "BlockedConv" else []), ["y"], domain="onnxc", **attrs)
+    return make_model([node], [("x", TP.FLOAT, [1, 1, 8, 8, 16])], [("y", TP.FLOAT, [None] * 5)],
+                      [w] if op == "BlockedConv" else [], opset=17, extra_opsets={"onnxc": 1})

@@ -42,6 +42,22 @@ def pack_weights(w: np.ndarray, ib: int = BLOCK) -> np.ndarray:
         w.astype(np.float32).reshape(m // BLOCK, BLOCK, c // ib, ib, kh, kw).transpose(0, 4, 5, 2, 3, 1))
 
 
+def window_attrs(node: Node, ctx: InferContext) -> tuple:
+    """((KH, KW), (SH, SW), (top, left, bottom, right)) of a blocked node, checked: kernel and
+    strides at least 1, pads at least 0 and smaller than the kernel."""
+    try:
+        kernel = tuple(int(v) for v in node.attrs["kernel_shape"])
+        strides = tuple(int(v) for v in node.attrs["strides"])
+        pads = tuple(int(v) for v in node.attrs["pads"])
+    except (KeyError, TypeError, ValueError):
+        raise ctx.fail("kernel_shape, strides and pads must be given as integers") from None
+    if len(kernel) != 2 or len(strides) != 2 or len(pads) != 4 or min(kernel + strides) < 1 or min(pads) < 0 \
+            or max(pads[0], pads[2]) >= kernel[0] or max(pads[1], pads[3]) >= kernel[1]:
+        raise ctx.fail(f"a 2-D window needs kernel and strides of at least 1 and pads of at least 0, smaller "
+                       f"than the kernel: got {list(kernel)}, {list(strides)}, {list(pads)}")
+    return kernel, strides, pads
+
+
 @register("BlockedConv", since=1, domain=_fused.DOMAIN)
 class BlockedConv(OpDef):
     """Y = act(conv(X, W) + B + Z) with Z and Y blocked ([N, C/16, H, W, 16]), X blocked or NCHW
@@ -57,9 +73,13 @@ class BlockedConv(OpDef):
         channels = x.shape[1] * BLOCK if len(x.shape) == 5 else x.shape[1]
         if len(w.shape) != 4 or w.shape[0] % BLOCK or w.shape[1] != channels:
             raise ctx.fail(f"W must be [M, C, KH, KW] with M a multiple of {BLOCK} and C X's channels")
-        kh, kw = node.attrs["kernel_shape"]
-        sh, sw = node.attrs["strides"]
-        pt, pl, pb, pr = node.attrs["pads"]
+        (kh, kw), (sh, sw), (pt, pl, pb, pr) = window_attrs(node, ctx)
+        if (kh, kw) != tuple(w.shape[2:]):
+            raise ctx.fail(f"kernel_shape {[kh, kw]} is not W's {list(w.shape[2:])}")
+        if ctx.has(2) and tuple(ctx.inp(2).shape) != (w.shape[0],):
+            raise ctx.fail(f"B must be a vector of the {w.shape[0]} output channels")
+        if not all(isinstance(d, int) for d in x.shape):
+            raise ctx.fail("X's sizes must be static")
         n, _, h, wd = x.shape[:4]
         oh, ow = (h + pt + pb - kh) // sh + 1, (wd + pl + pr - kw) // sw + 1
         if oh < 1 or ow < 1:
@@ -77,6 +97,8 @@ class BlockedConv(OpDef):
         kh, kw = node.attrs["kernel_shape"]
         sh, sw = node.attrs["strides"]
         pt, pl = node.attrs["pads"][:2]
+        if w.value is None:
+            raise k.unsupported("BlockedConv needs constant weights")
         packed = k.constant("W_blocked", pack_weights(np.asarray(w.value), ib))
         bias = k.input(2).name if k.has_input(2) else k.constant("B_zero", np.zeros(mb * BLOCK, np.float32))
         epilogue = _fused.epilogue_act(node)

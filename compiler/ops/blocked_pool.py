@@ -8,7 +8,7 @@ from ...codegen.kernel import Kernel, KernelContext
 from .. import dtypes as dt
 from ..ir import Node
 from . import _fused
-from .blocked_conv import BLOCK, FROM_BLOCKED, TO_BLOCKED
+from .blocked_conv import BLOCK, FROM_BLOCKED, TO_BLOCKED, window_attrs
 from .registry import InferContext, OpDef, register
 
 
@@ -23,13 +23,15 @@ class BlockedPool(OpDef):
         x = ctx.inp(0)
         if x.dtype is not dt.FLOAT or len(x.shape) != 5 or x.shape[4] != BLOCK:
             raise ctx.fail(f"X must be a blocked float32 tensor [N, C/{BLOCK}, H, W, {BLOCK}]")
-        kh, kw = node.attrs["kernel_shape"]
-        sh, sw = node.attrs["strides"]
-        pt, pl, pb, pr = node.attrs["pads"]
+        (kh, kw), (sh, sw), (pt, pl, pb, pr) = window_attrs(node, ctx)
+        if node.attrs.get("mode") not in ("max", "avg"):
+            raise ctx.fail(f"mode must be \"max\" or \"avg\", got {node.attrs.get('mode')!r}")
+        if not all(isinstance(d, int) for d in x.shape):
+            raise ctx.fail("X's sizes must be static")
         n, cb, h, w, _ = x.shape
         oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
-        if oh < 1 or ow < 1 or max(pt, pb) >= kh or max(pl, pr) >= kw:
-            raise ctx.fail("the window is larger than the padded input, or a pad as large as it")
+        if oh < 1 or ow < 1:
+            raise ctx.fail("the window is larger than the padded input")
         return [(dt.FLOAT, (n, cb, oh, ow, BLOCK))]
 
     def lower(self, node: Node, k: KernelContext) -> Kernel:
