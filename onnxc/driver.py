@@ -309,7 +309,8 @@ def _optimize(source: Any, options: CompileOptions, descs: list, stages: _Stages
     stages.done("load/check", nodes=len(graph.nodes))
     if on_loaded is not None:
         on_loaded(graph)
-    run_pipeline(graph, level=options.optimization_level, check=options.check_ir,
+    simd = options.target != "native" or bool(options.toolchain().simd())
+    run_pipeline(graph, level=options.optimization_level, check=options.check_ir, simd=simd,
                  disabled=set(options.disabled_passes), target=options.target,
                  trace=lambda name, _: stages.done("pass", name=name))
     return graph
