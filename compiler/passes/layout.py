@@ -20,6 +20,8 @@ import onnx
 from .. import dtypes as dt
 from ..ir import Graph, Node, Value
 from ..ops.blocked_conv import BLOCK, FROM_BLOCKED, TO_BLOCKED, BlockedConv, macs
+from ..errors import ShapeError
+from ..ops._conv_pool import pads_c, window
 from ..ops.blocked_pool import BlockedPool
 from ..ops.registry import lookup
 from .infer import infer_node
@@ -43,24 +45,20 @@ MIN_CHAIN_MACS = 8 << 20
 
 
 def _pads(node: Node, kernel) -> Optional[list[int]]:
-    """The explicit pads (begins, ends) of a 2-D Conv or pool with static sizes, or None."""
+    """The explicit pads (begins, ends) of a 2-D Conv or pool with static sizes (auto_pad
+    resolved as the NCHW kernels do), or None."""
     x, y = node.inputs[0].shape, node.outputs[0].shape
-    strides = node.attrs.get("strides", (1, 1))
-    auto_pad = node.attrs.get("auto_pad", "NOTSET")
-    if auto_pad in ("NOTSET", "VALID"):
-        pads = list(node.attrs.get("pads", (0, 0, 0, 0))) if auto_pad == "NOTSET" else [0, 0, 0, 0]
-    else:
-        halves = []
-        for a in range(2):
-            total = max(0, (y[2 + a] - 1) * strides[a] + kernel[a] - x[2 + a])
-            begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-            halves.append((begin, total - begin))
-        pads = [halves[0][0], halves[1][0], halves[0][1], halves[1][1]]
-    if len(pads) != 4 or min(pads) < 0:
+    try:
+        win = window(node, 2, kernel, ShapeError)
+    except ShapeError:
+        return None
+    begins, ends = pads_c(win, x[2:], y[2:])
+    pads = [*begins, *ends]
+    if min(pads) < 0:
         return None
     # (the blocked kernels compute the floor-mode output size: it must be the node's)
     for a in range(2):
-        if (x[2 + a] + pads[a] + pads[a + 2] - kernel[a]) // strides[a] + 1 != y[2 + a]:
+        if (x[2 + a] + pads[a] + pads[a + 2] - kernel[a]) // win.strides[a] + 1 != y[2 + a]:
             return None
     return pads
 
