@@ -233,19 +233,35 @@ def _aspp_conv(dilation: int, channels: int = 64, size: int = 33):
 def test_split_padding_regions_cuts_a_dilated_conv_into_rectangles_without_padding():
     """Before: a 3x3 Conv dilated by 12 over 33x33 (ASPP). Expected: 3 x 3 rectangles of
     outputs, each a Conv without pads of a Slice of the input by the taps it reads (two, three
-    or two kernel rows and columns), joined by Concat along the width, then the height."""
+    or two kernel rows and columns; the middle one reads all of the input, not a copy),
+    joined by Concat along the width, then the height."""
     from onnxc.compiler.passes.padding import split_padding_regions
     g = build_graph(_aspp_conv(12))
     infer_shapes(g)
     split_padding_regions(g)
     verify(g)
     ops = [n.op_type for n in g.nodes]
-    assert ops.count("Slice") == 9 and ops.count("Conv") == 9 and ops.count("Concat") == 4 and ops[-1] == "Relu"
+    assert ops.count("Slice") == 8 and ops.count("Conv") == 9 and ops.count("Concat") == 4 and ops[-1] == "Relu"
     convs = [n for n in g.nodes if n.op_type == "Conv"]
     assert [tuple(c.attrs["kernel_shape"]) for c in convs[:3]] == [(2, 2), (2, 3), (2, 2)]
     assert all(c.attrs["pads"] == [0, 0, 0, 0] for c in convs)
     assert [tuple(c.inputs[0].shape[2:]) for c in convs[:3]] == [(24, 24), (24, 33), (24, 24)]
     assert g.nodes[-2].outputs[0] is g.nodes[-1].inputs[0] and g.nodes[-2].attrs == {"axis": 2}
+
+
+def test_a_region_that_reads_all_of_the_input_reads_it_without_a_copy():
+    """Dilation 24 over 33x33: the four corner rectangles (2x2 taps) read every row and column
+    of X; their Convs read X itself, and only the other rectangles copy theirs out."""
+    from onnxc.compiler.passes.padding import split_padding_regions
+    g = build_graph(_aspp_conv(24))
+    infer_shapes(g)
+    x = g.inputs[0]
+    split_padding_regions(g)
+    verify(g)
+    convs = [n for n in g.nodes if n.op_type == "Conv"]
+    slices = [n for n in g.nodes if n.op_type == "Slice"]
+    assert len(convs) == 9 and sum(c.inputs[0] is x for c in convs) == 4 and len(slices) == 5
+    assert all(s.outputs[0].shape != x.shape for s in slices)
 
 
 def test_split_padding_regions_leaves_ordinary_padding_alone():

@@ -273,7 +273,9 @@ def lower_resize(node: Node, k: KernelContext, attrs: ResizeAttrs, axes: list[in
             kernel.scratch["weight"] = cexpr.mul(entries, 8)
         if bilinear is not None:   # the width's weights in float, then a blended source row per thread
             # (each rounded up to whole 64-byte lines)
-            kernel.scratch["row"] = cexpr.mul(cexpr.add(cexpr.mul(cexpr.add(x.dims[rank - 1], 16), k.target.threads),
+            # (a thread's: a blended source row, or two source rows resized along the width)
+            per_thread = cexpr.add(x.dims[rank - 1], 16, cexpr.mul(2, cexpr.add(y.dims[rank - 1], 16)))
+            kernel.scratch["row"] = cexpr.mul(cexpr.add(cexpr.mul(per_thread, k.target.threads),
                                                         cexpr.mul(2, y.dims[rank - 1]), 16), 4)
     if k.data_dims:
         kernel.shape_template = "c/resize_shape.c.j2"

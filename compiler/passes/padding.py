@@ -172,10 +172,13 @@ def _split(graph: Graph, conv: Node, rows: list, cols: list) -> list[Node]:
             begin = [r0 * strides[0] + rf * dilations[0] - pads[0], c0 * strides[1] + cf * dilations[1] - pads[1]]
             end = [(r1 - 1) * strides[0] + rl * dilations[0] - pads[0] + 1,
                    (c1 - 1) * strides[1] + cl * dilations[1] - pads[1] + 1]
-            part = node("Slice", [x, const("starts", np.array(begin, np.int64)), const("ends", np.array(end, np.int64)),
-                                  const("axes", np.array([2, 3], np.int64))],
-                        graph.new_value(f"{x.name}_r{r0}c{c0}", x.dtype, (*x.shape[:2], end[0] - begin[0],
-                                                                          end[1] - begin[1])), {})
+            if begin == [0, 0] and end == list(x.shape[2:]):
+                part = x   # (a rectangle that reads all of X: no copy)
+            else:
+                part = node("Slice", [x, const("starts", np.array(begin, np.int64)),
+                                      const("ends", np.array(end, np.int64)), const("axes", np.array([2, 3], np.int64))],
+                            graph.new_value(f"{x.name}_r{r0}c{c0}", x.dtype, (*x.shape[:2], end[0] - begin[0],
+                                                                              end[1] - begin[1])), {})
             taps = np.ascontiguousarray(w.const[:, :, rf:rl + 1, cf:cl + 1])
             attrs = {**conv.attrs, "pads": [0, 0, 0, 0], "kernel_shape": list(taps.shape[2:]),
                      "dilations": [dilations[0] if rl > rf else 1, dilations[1] if cl > cf else 1]}
