@@ -611,9 +611,10 @@ def _winograd_plan(c: int, m_out: int, oh: int, ow: int, lanes: int, threads: in
     stride-1 convolution, or None where none beats im2col by WINOGRAD_GAIN. The GEMM's columns
     are either the positions of the phase planes, a tile row's tiles and one position past
     them, read with vector loads, or the tiles alone, gathered (``gather``): fewer columns
-    where a row has few tiles. With threads, each takes whole blocks, or (``split``) every
-    block for a share of the output channels, transforming the whole input itself: the way
-    for small maps, which have fewer blocks than threads."""
+    where a row has few tiles. With threads, each takes as many whole blocks, and every thread
+    a share of the output channels of the blocks left over; or (``split``) every block for a
+    share of the output channels, transforming the whole input itself: the way for small maps,
+    which have fewer blocks than threads."""
     macs = 9 * oh * ow * m_out * c
     parallel = threads if macs >= PARALLEL_MIN_MACS else 1   # as both kernels decide at run time
     direct = macs / 16 / IM2COL_EFFICIENCY / parallel
@@ -634,17 +635,27 @@ def _winograd_plan(c: int, m_out: int, oh: int, ow: int, lanes: int, threads: in
                 if rows > 1 and nbl * per_lane > WINOGRAD_WORK_BYTES and (rows - 1) * run >= lanes:
                     break
                 blocks = _ceil_div(th, rows)
-                for split in (False, True) if parallel > 1 else (False,):
+                # (split only where there are fewer blocks than threads: with as many, the
+                # blocks left over are split so, and splitting every block transforms the whole
+                # input on every thread: 48 -> 48 channels over 52 x 52, 7 blocks of 2 tile rows,
+                # 0.52 ms split at 2 threads, 0.41 whole and the last block split, Sapphire Rapids)
+                for split in (False, True) if 1 < parallel and blocks < parallel else (False,):
                     if split:
                         streamed = weights * share
                         per_block = WINOGRAD_BLOCK_CYCLES + (streamed / WINOGRAD_STREAM_BYTES
                                                              if streamed > WINOGRAD_CACHED_BYTES else 0)
                         cycles = blocks * (nbl * (per_input + per_output * share) + per_block)
                     else:
+                        # (with threads and blocks, blocks // parallel whole blocks on each, and
+                        # the rest on every thread for its share of the output channels, as split;
+                        # one block runs on one thread)
                         per_block = WINOGRAD_BLOCK_CYCLES + (weights / WINOGRAD_STREAM_BYTES
                                                              if weights > WINOGRAD_CACHED_BYTES else 0)
-                        cycles = _ceil_div(blocks, min(parallel, blocks)) * (nbl * (per_input + per_output)
-                                                                             + per_block)
+                        shared = WINOGRAD_BLOCK_CYCLES + (weights * share / WINOGRAD_STREAM_BYTES
+                                                          if weights * share > WINOGRAD_CACHED_BYTES else 0)
+                        sharing = parallel if blocks > 1 else 1
+                        cycles = blocks // sharing * (nbl * (per_input + per_output) + per_block) \
+                            + blocks % sharing * (nbl * (per_input + per_output * share) + shared)
                     if best is None or cycles < best[4]:
                         best = (m, rows, gather, split, cycles)
     if best is None or best[4] > WINOGRAD_GAIN * direct:

@@ -406,6 +406,24 @@ def test_winograd_blocks_on_three_threads_read_planes_of_their_own_thread():
         assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_winograd_blocks_left_over_are_shared_by_every_thread(threads):
+    """A block count that is no multiple of the threads (48 -> 36 channels over 52 x 52: 7
+    blocks of tile rows with AVX-512's GEMM tiles, 13 with AVX2's): each thread takes as many
+    whole blocks, and every thread a share of the output channels of the blocks left over,
+    filling its own planes with the rows of both. Batch 2, run twice (later images rewrite
+    the planes' middles only)."""
+    weights = randn([36, 48, 3, 3]) * 0.3
+    model, session, source = conv_residual_relu(weights, [2, 48, 52, 52], [2, 36, 52, 52], threads,
+                                                disabled=("conv_direct",), pads=[1, 1, 1, 1])
+    blocks = int(re.search(r"Winograd's F\(\dx\d, 3x3\): (\d+) block", source).group(1))
+    assert blocks % threads and "from planes of its own" in source
+    feed = {"X": randn([2, 48, 52, 52]), "Z": randn([2, 36, 52, 52])}
+    expected = run_ort(model, feed)
+    for _ in range(2):
+        assert_close(session.run(None, feed), expected, rtol=0, atol=WINOGRAD_ATOL * np.abs(expected[0]).max())
+
+
 @pytest.mark.parametrize("threads, channels, patches", [(1, 512, True), (2, 512, False), (1, 128, False)])
 def test_a_wide_1x1_conv_of_a_small_map_puts_the_positions_in_the_gemm_rows_on_one_thread(threads, channels, patches):
     """A 1x1 Conv of a 7 x 7 map (49 positions, a fifth of im2col's columns padding) with 512
