@@ -99,15 +99,16 @@ def scalar_literal(value: Any, t: dt.DType) -> str:
 # --- strided copies ---------------------------------------------------------------
 
 def simplify_loops(dims: Sequence[cexpr.CExpr], strides: Sequence[cexpr.CExpr]) -> tuple[list, list]:
-    """Drop size-1 axes and merge adjacent static axes that the source walks contiguously."""
+    """Drop size-1 axes and merge adjacent axes that the source walks contiguously (with
+    static strides, the inner one of static size: a symbolic batch merges with what follows)."""
     out_dims: list = []
     out_strides: list = []
     for d, s in zip(dims, strides):
         if d == 1:
             continue
-        if out_dims and isinstance(d, int) and isinstance(out_dims[-1], int) \
+        if out_dims and isinstance(d, int) \
                 and isinstance(s, int) and isinstance(out_strides[-1], int) and out_strides[-1] == s * d:
-            out_dims[-1] *= d
+            out_dims[-1] = cexpr.mul(out_dims[-1], d)
             out_strides[-1] = s
             continue
         out_dims.append(d)
@@ -137,9 +138,12 @@ def strided_copy(k: KernelContext, src: TensorRef, dims: Sequence[cexpr.CExpr], 
         return k.kernel("c/transpose_2d.c.j2", src=src.name, dst=out.name, ctype=out.ctype, offset=offset,
                         **transposed)
     computed = isinstance(offset, str) and bool(dims)
-    # Whole rows of at least ROW_MIN elements are copied on the threads (a row's source offset
-    # found from its number by a division per axis).
-    rows = len(dims) >= 2 and strides[-1] == 1 and isinstance(dims[-1], int) and dims[-1] >= ROW_MIN
+    # Whole rows are copied on the threads where they have at least ROW_MIN elements (a row's
+    # source offset found from its number by a division per axis) or one outer axis (none):
+    # the 960 x 33 rows of 15 floats that DeepLabV3's padding regions slice took as long at 2
+    # threads as at 1.
+    rows = len(dims) >= 2 and strides[-1] == 1 and isinstance(dims[-1], int) \
+        and (dims[-1] >= ROW_MIN or len(dims) == 2)
     return k.kernel(template, helpers=helpers, src=src.name, dst=out.name, ctype=out.ctype,
                     offset="base" if computed else cexpr.lit(offset), base=offset if computed else "",
                     loops=loops_data(dims, strides), rows_parallel=cexpr.lit(cexpr.prod(dims[:-1])) if rows else "",

@@ -170,18 +170,24 @@ def test_slices_of_long_rows_split_between_threads(batch):
     """Slices whose rows are at least 16 elements copy those rows on the threads (above 64K
     elements), a row's source offset found from its number: a rectangle of each map (rows of
     24, as the splits of DeepLabV3's dilated convolutions) and every other channel (rows of a
-    whole map), the same values as onnxruntime's at 2 threads, with a symbolic batch too."""
+    whole map); so do shorter rows with one axis outside them (columns 9 to 23 of every row:
+    an offset without a division), not a rectangle of such rows. The same values as
+    onnxruntime's at 2 threads, with a symbolic batch too."""
     x = np.random.default_rng(3).standard_normal([2, 200, 40, 40]).astype(np.float32)
-    nodes = [_node("Slice", ["X", "s0", "e0", "a0"], ["A"]), _node("Slice", ["X", "s1", "e1", "a1", "st1"], ["B"])]
+    nodes = [_node("Slice", ["X", "s0", "e0", "a0"], ["A"]), _node("Slice", ["X", "s1", "e1", "a1", "st1"], ["B"]),
+             _node("Slice", ["X", "s2", "e2", "a2"], ["C"]), _node("Slice", ["X", "s3", "e3", "a3"], ["D"])]
     inits = [_ints("s0", [4, 9]), _ints("e0", [28, 33]), _ints("a0", [2, 3]),
-             _ints("s1", [1]), _ints("e1", [200]), _ints("a1", [1]), _ints("st1", [2])]
+             _ints("s1", [1]), _ints("e1", [200]), _ints("a1", [1]), _ints("st1", [2]),
+             _ints("s2", [9]), _ints("e2", [24]), _ints("a2", [3]),
+             _ints("s3", [4, 9]), _ints("e3", [28, 24]), _ints("a3", [2, 3])]
     model = make_model(nodes, [("X", TP.FLOAT, [batch, 200, 40, 40])],
-                       [("A", TP.FLOAT, [None] * 4), ("B", TP.FLOAT, [None] * 4)], inits)
+                       [(name, TP.FLOAT, [None] * 4) for name in "ABCD"], inits)
     so = onnxc.SessionOptions()
     so.intra_op_num_threads = 2
     sess = onnxc.InferenceSession(model.SerializeToString(), so)
     source = open(os.path.join(sess.artifact_dir, "model.c")).read()
-    assert source.count("for (int64_t q = 0; q < ") == 4   # both slices' numbered rows, serial and threaded copies
+    # three slices' numbered rows, serial and threaded copies
+    assert source.count("for (int64_t q = 0; q < ") == 6
     for a, e in zip(sess.run(None, {"X": x}), run_ort(model, {"X": x})):
         np.testing.assert_array_equal(a, e)
 
