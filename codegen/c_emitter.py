@@ -250,6 +250,11 @@ class CEmitter:
 
     def emit(self) -> CModel:
         g = self.g
+        one_thread = self._one_thread()
+        if one_thread is not None:
+            # The kernels planned as in a 1-thread build (Winograd's blocks, the recurrences'
+            # steps, scratch), not for threads that never run.
+            self.opt = replace(self.opt, target=replace(self.opt.target, threads=1))
         body = self.emit_function()
         unit = self.unit
         consts = [c for c in unit.consts if c["var"] in unit.referenced]
@@ -263,7 +268,6 @@ class CEmitter:
             helpers.insert(0, "c/helpers/minifloat.c.j2")
         helper_data = self._helper_data(used_types)
         shared = helper_objects.SHARED if self.opt.helper_objects else {}
-        one_thread = self._one_thread()
         if one_thread is not None:
             unit.notes.append(f"model: {one_thread}")
         data = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,10 +86,15 @@ def _small_model():
     return make_model(nodes, [("x", T.FLOAT, [1, 8, 48, 96])], [("y", T.FLOAT, [1, 8, 48, 96])], [w])
 
 
+def _node_functions(source: str) -> list[str]:
+    """The node functions of a generated model.c, each from its ONNXC_NODE line to its end."""
+    return re.findall(r"^ONNXC_NODE .*?^}$", source, re.S | re.M)
+
+
 def test_a_model_too_small_to_split_runs_on_the_calling_thread(monkeypatch):
     """Below session.onnxc.min_threaded_work (32M multiply-adds and elements by default, from
-    static shapes: codegen/work.py) a 2-thread build starts no pool and keeps every loop serial,
-    gives a 1-thread build's results, and its manifest says why; above it (the conv-GEMM model,
+    static shapes: codegen/work.py) a 2-thread build starts no pool, has a 1-thread build's node
+    functions (its kernels planned for one thread), gives a 1-thread build's results, and its manifest says why; above it (the conv-GEMM model,
     52M) the pool is there; the entry at 0 keeps the threads for any model, and a value that is
     not a count is refused."""
     monkeypatch.delenv("ONNXC_MIN_THREADED_WORK", raising=False)   # (the tests' default is 0)
@@ -96,7 +102,11 @@ def test_a_model_too_small_to_split_runs_on_the_calling_thread(monkeypatch):
     x = {"x": np.random.default_rng(3).standard_normal((1, 8, 48, 96)).astype(np.float32)}
     sess = _session(small, 2)
     assert "every node runs on the calling thread" in sess._model.manifest["one_thread"]
-    assert "ctx->pool = NULL;" in open(os.path.join(sess.artifact_dir, "model.c")).read()
+    source = open(os.path.join(sess.artifact_dir, "model.c")).read()
+    assert "ctx->pool = NULL;" in source
+    # (every kernel planned as for one thread: the node functions a 1-thread build has)
+    single = open(os.path.join(_session(small, 1).artifact_dir, "model.c")).read()
+    assert _node_functions(source) == _node_functions(single)
     one = sess.run(None, x)[0]
     np.testing.assert_array_equal(one, _session(small, 1).run(None, x)[0])
     big = _session(_conv_gemm_model(), 2)
