@@ -401,7 +401,8 @@ def test_a_pool_whose_thread_loses_its_core_rests(sanitizer, tmp_path):
     pool thread or a late caller, makes the pool rest (every region's thread numbers on the
     caller, in turn; its thread asleep); it shares regions again once the rest is over, rests
     twice as long when late again right after, not when late only a window later, and halves
-    the last rest after a run whose pool thread kept up. Built plain and under ThreadSanitizer."""
+    the last rest after a run whose pool thread kept up, all through or once a rest at its
+    start was over. Built plain and under ThreadSanitizer."""
     from onnxc.codegen import templates
     (tmp_path / "pool.h").write_text(templates.render("c/helpers/pool.c.j2", {"pool_threads": 2}))
     shutil.copy(os.path.join(HERE, "c", "pool_rest.c"), tmp_path / "pool_rest.c")

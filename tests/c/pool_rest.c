@@ -142,6 +142,29 @@ int main(void)
     CHECK(halved && cleared, "runs that keep up");
     __atomic_store_n(&pool->rest_until_ns, 0, __ATOMIC_RELAXED);
 
+    /* A run late at its start (a neighbour's threads spinning after its run), then keeping up
+       once its rest is over (they slept), halves the last rest too: rests doubled run after
+       run had grown to whole runs on one thread. (Tried until no other share is late.) */
+    int kept_up = 0;
+    for (int i = 0; i < 10 && !kept_up; ++i) {
+        pool->rest_ns = 2 * ONNXC_POOL_REST_MIN_NS;
+        __atomic_store_n(&pool->rest_until_ns, 0, __ATOMIC_RELAXED);
+        outer = onnxc_pool_begin(pool);
+        CHECK(late_region(1), "a run late at its start");
+        CHECK(pool->rest_ns == 4 * ONNXC_POOL_REST_MIN_NS, "a rest twice the last");
+        pause_ns(pool->rest_until_ns - onnxc_pool_now_ns() + 10000000);
+        const int shared = late_region(-1);
+        const int64_t late_ns = pool->late_ns;
+        onnxc_pool_end(pool, outer);
+        if (shared && pool->kept_up_ns > late_ns) {
+            CHECK(pool->rest_ns == 2 * ONNXC_POOL_REST_MIN_NS, "kept up after its rest: the last rest halved");
+            kept_up = 1;
+        }
+    }
+    CHECK(kept_up, "a run that keeps up after its rest");
+    pool->rest_ns = 0;
+    __atomic_store_n(&pool->rest_until_ns, 0, __ATOMIC_RELAXED);
+
     /* With no rest left, a late region a window after the last one: nothing changes. */
     pause_ns(ONNXC_POOL_LATE_WINDOW_NS + 10000000);
     outer = onnxc_pool_begin(pool);
