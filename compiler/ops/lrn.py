@@ -29,4 +29,7 @@ class LRN(OpDef):
                         before=(size - 1) // 2, after=size // 2,
                         bias=float_literal(node.attrs.get("bias", 1.0), c),
                         alpha=float_literal(node.attrs.get("alpha", 1e-4) / size, c),
-                        beta=float_literal(node.attrs.get("beta", 0.75), c), pow=math_fn("pow", c))
+                        beta=float_literal(node.attrs.get("beta", 0.75), c), pow=math_fn("pow", c),
+                        # (t^0.75 as sqrt(t) sqrt(sqrt(t)), square roots the compiler vectorizes:
+                        # AlexNet's, GoogLeNet's and Inception-v1's beta; pow a call per output)
+                        three_quarters=float(node.attrs.get("beta", 0.75)) == 0.75, root=math_fn("sqrt", c))

@@ -277,6 +277,24 @@ def test_lrn():
     assert_matches_ort(model, {"X": RNG.standard_normal((2, 6, 3, 3)).astype(np.float32)})
 
 
+def test_lrn_rows_on_threads_in_chunks():
+    """GoogLeNet's LRN (size 5, beta 0.75: t^0.75 by square roots) and another beta over maps of
+    300 positions (a chunk of 256, then 44), the (image, channel) rows split between 2 threads:
+    the 1-thread build's bits, and onnxruntime's values."""
+    variants = [("LRN", {"size": 5, "alpha": 1e-4, "beta": 0.75}), ("LRN", {"size": 3, "beta": 0.6, "bias": 1.5})]
+    model = same_shape_model(variants, np.float32, [2, 16, 20, 15], 13)
+    x = {"X": (RNG.standard_normal((2, 16, 20, 15)) * 30).astype(np.float32)}
+    runs = []
+    for threads in (1, 2):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.add_session_config_entry("session.onnxc.min_threaded_work", "0")
+        runs.append(onnxc.InferenceSession(model.SerializeToString(), so).run(None, x))
+    for one, two in zip(*runs):
+        np.testing.assert_array_equal(one, two)
+    assert_matches_ort(model, x)
+
+
 def test_group_normalization_18_per_group(monkeypatch):
     """Opset 18 has scale and bias per group; the ONNX checker rejects it as deprecated, so skip the check."""
     monkeypatch.setattr("onnx.checker.check_model", lambda model, *args, **kwargs: None)
