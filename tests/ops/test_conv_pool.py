@@ -494,6 +494,39 @@ def test_conv_of_small_maps_puts_the_positions_in_the_gemm_rows(threads, x_shape
         assert_close(session.run(None, feed), run_ort(model, feed), atol=1e-4)
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("x_shape, w_shape, region", [
+    ([1, 128, 7, 7], [32, 128, 3, 3], True),     # DenseNet-121's last block: one column panel of 32
+    ([5, 64, 2, 2], [40, 64, 3, 3], True),       # 20 rows over 5 images: panels cross images
+    ([2, 256, 3, 3], [160, 256, 3, 3], False),   # W^T of 1.5 MB: the GEMM's own split, by columns
+])
+def test_small_map_blocks_split_whole_panels_of_rows_between_threads(threads, x_shape, w_shape, region):
+    """Where the GEMM of a small map's block would split its rows anyway, or every thread may
+    read all of W^T, each thread writes the patches of whole panels of rows, multiplies them and
+    writes their outputs back, in one region; else the three loops split one after another.
+    Either way the 1-thread build's bits (each output sums its K terms in the same order) and
+    onnxruntime's values, the bias, residual and ReLU applied."""
+    w = randn(w_shape) * 0.1
+    y_shape = [x_shape[0], w_shape[0], *x_shape[2:]]
+    model, single, source = conv_residual_relu(w, x_shape, y_shape, 1, disabled=("conv_direct", "conv_winograd"),
+                                               pads=[1, 1, 1, 1])
+    assert "scratch_patches" in source
+    # (threaded however small: a model this small would otherwise run on one thread)
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.add_session_config_entry("session.onnxc.march", AVX2_MARCH)
+    so.add_session_config_entry("session.onnxc.min_threaded_work", "0")
+    session = onnxc.InferenceSession(model.SerializeToString(), so, disabled_optimizers=["conv_direct", "conv_winograd"])
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        assert ("each thread takes whole panels of rows" in f.read().lower()) == region
+    feed = {"X": randn(x_shape), "Z": randn(y_shape)}
+    expected = single.run(None, feed)
+    for _ in range(2):
+        got = session.run(None, feed)
+        np.testing.assert_array_equal(got[0], expected[0])
+    assert_close(got, run_ort(model, feed), atol=1e-4)
+
+
 def conv_add_relu(x_shape, w_shape, attrs):
     """Relu(Conv(X, W, B) + Z) with random constant W and B, X of x_shape (a "batch" first dim:
     free, 3 images fed): (model, X fed, Y's shape)."""
