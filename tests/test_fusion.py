@@ -15,8 +15,8 @@ import onnxc
 from helpers import make_model, run_onnxc, run_ort
 from tools import missing
 from onnxc.compiler.frontend import build_graph
-from onnxc.compiler.passes.fuse import (fold_batch_norm, fold_conv_scale_shift, fuse_conv_epilogue, fuse_elementwise, fuse_matmul_epilogue,
-                                        scale_shift_batch_norm)
+from onnxc.compiler.passes.fuse import (fold_batch_norm, fold_conv_scale_shift, fuse_conv_epilogue, fuse_conv_prologue,
+                                        fuse_elementwise, fuse_matmul_epilogue, scale_shift_batch_norm)
 from onnxc.compiler.passes.infer import infer_shapes
 from onnxc.compiler.passes.verify import verify
 
@@ -177,6 +177,96 @@ def test_a_conv_output_read_twice_is_not_fused():
     before = g.dump()
     fuse_conv_epilogue(g)
     assert g.dump() == before
+
+
+def _dense_layer(x_shape, steps, *, kernel=1, strides=1, relu_output=False, residual=False):
+    """DenseNet's layer: x -> `steps` (Mul or Add of constants of the given shapes, in order) ->
+    Relu -> Conv (16 output channels, bias) -> Relu [+ z]; with relu_output the Relu's result is
+    also a graph output."""
+    c = x_shape[1]
+    nodes, cur, inits = [], "x", []
+    for i, (op, shape) in enumerate(steps):
+        inits.append(_init(f"k{i}", *shape, positive=op == "Mul"))
+        nodes.append(helper.make_node(op, [cur, f"k{i}"] if i % 2 == 0 else [f"k{i}", cur], [f"s{i}"], name=f"step{i}"))
+        cur = f"s{i}"
+    nodes += [helper.make_node("Relu", [cur], ["r"], name="pre_relu"),
+              helper.make_node("Conv", ["r", "w", "b"], ["c"], strides=[strides] * 2, pads=[kernel // 2] * 4, name="conv")]
+    inits += [_init("w", 16, c, kernel, kernel), _init("b", 16)]
+    out = [x_shape[0], 16, *[(d + strides - 1) // strides for d in x_shape[2:]]]
+    inputs = [("x", T.FLOAT, x_shape)]
+    if residual:
+        nodes += [helper.make_node("Add", ["c", "z"], ["cz"]), helper.make_node("Relu", ["cz"], ["y"])]
+        inputs.append(("z", T.FLOAT, out))
+    else:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    outputs = [("y", T.FLOAT, out)] + ([("r", T.FLOAT, x_shape)] if relu_output else [])
+    return make_model(nodes, inputs, outputs, inits, opset=17)
+
+
+@pytest.mark.parametrize("steps, residual", [
+    ([("Mul", (24, 1, 1)), ("Add", (24, 1, 1))], False),                 # BatchNormalization as scale and shift
+    ([("Mul", (1, 24, 1, 1)), ("Add", (24, 1, 1)), ("Mul", (1,)), ("Add", ())], True),   # then Caffe2's Mul and Add
+    ([("Add", (24, 1, 1)), ("Mul", (24, 1, 1))], False),                 # a shift before the scale
+    ([], False),                                                          # a ReLU alone
+])
+def test_a_scale_shift_and_relu_before_a_1x1_conv_are_applied_as_its_gemm_packs_x(steps, residual, tmp_path):
+    """DenseNet's BatchNormalization -> ReLU -> 1x1 Conv: the Conv reads the tensor before them
+    and its GEMM applies the composed per-channel scale and shift and the ReLU as it packs X
+    (a FusedConv with a prologue), so the activated tensor is never stored. Batch 2 and a free
+    batch, 1 and 2 threads, against onnxruntime; the optimized model file writes the prologue
+    back as Mul, Add and Relu."""
+    model = _dense_layer([2, 24, 9, 11], steps, residual=residual)
+    g = graph_of(model)
+    fuse_conv_epilogue(g)
+    fuse_conv_prologue(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == ["FusedConv"]
+    fused = g.nodes[0]
+    assert fused.inputs[0].name == "x" and fused.attrs["prologue"] == "Relu"
+    assert fused.memo["fused"].startswith(" -> ".join([f"{op} 'step{i}'" for i, (op, _) in enumerate(steps)]
+                                                      + ["Relu 'pre_relu'", "Conv 'conv'"]))
+    feed = {"x": RNG.standard_normal((2, 24, 9, 11)).astype(np.float32)}
+    if residual:
+        feed["z"] = RNG.standard_normal((2, 16, 9, 11)).astype(np.float32)
+    want = _ort(model, feed)[0]
+    for threads in (1, 2):
+        so = onnxc.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.add_session_config_entry("session.onnxc.min_threaded_work", "0")
+        sess = onnxc.InferenceSession(model.SerializeToString(), so)
+        assert [n["op"] for n in sess._model.manifest["nodes"]] == ["FusedConv"]
+        np.testing.assert_allclose(sess.run(None, feed)[0], want, rtol=1e-5, atol=1e-5)
+    sess, saved = _session_and_optimized_file(model, tmp_path)
+    assert [n.op_type for n in saved.graph.node][:3] == ["Mul", "Add", "Relu"]
+    np.testing.assert_allclose(_ort(saved, feed)[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_prologue_takes_a_free_batch():
+    """A free batch: any count of images, each one GEMM of its own input."""
+    model = _dense_layer(["batch", 32, 5, 7], [("Mul", (32, 1, 1)), ("Add", (32, 1, 1))])
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    assert [n["op"] for n in sess._model.manifest["nodes"]] == ["FusedConv"]
+    for n in (1, 3):
+        x = RNG.standard_normal((n, 32, 5, 7)).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], _ort(model, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel, strides, relu_output", [(3, 1, False), (1, 2, False), (1, 1, True)])
+def test_a_prologue_is_not_fused_where_the_gemm_does_not_read_x_as_it_is(kernel, strides, relu_output):
+    """A 3x3 Conv (its padding is zeros after the ReLU, not ReLU(shift)), a strided one, and a
+    ReLU whose result another reader (a graph output) needs keep their loops."""
+    model = _dense_layer([1, 24, 8, 8], [("Mul", (24, 1, 1)), ("Add", (24, 1, 1))], kernel=kernel, strides=strides,
+                         relu_output=relu_output)
+    g = graph_of(model)
+    fuse_conv_epilogue(g)
+    fuse_conv_prologue(g)
+    verify(g)
+    assert [n.op_type for n in g.nodes] == ["Mul", "Add", "Relu", "FusedConv"]
+    assert g.nodes[-1].input(4) is None
+    feed = {"x": RNG.standard_normal((1, 24, 8, 8)).astype(np.float32)}
+    sess = onnxc.InferenceSession(model.SerializeToString())
+    for got, want in zip(sess.run(None, feed), _ort(model, feed), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def _ort(model, feed):

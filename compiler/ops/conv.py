@@ -138,6 +138,13 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
         raise k.unsupported("fused epilogues need float32 tensors")
     epilogue = epilogue or {"act": "ONNXC_ACT_NONE", "alpha": "0.0f", "beta": "0.0f", "residual": None}
     fused = epilogue["act"] != "ONNXC_ACT_NONE" or epilogue["residual"] is not None
+    prologue = epilogue.get("prologue")
+    if prologue is not None:
+        # (fuse_conv_prologue makes these only where the GEMM reads X as it is: see there)
+        if not (sgemm and direct and group == 1 and k.target.prepack and w.value is not None):
+            raise k.unsupported("a prologue needs a float32 1x1 Conv of one group, stride 1, no padding, "
+                                "constant weights, packed")
+        return _prologue_direct(k, checks, epilogue, prologue)
     if sgemm and depthwise:
         kernel = _depthwise_2d(k, win, begins, checks, epilogue, fused)
         if kernel is not None:
@@ -221,6 +228,27 @@ def conv_kernel(node: Node, k: KernelContext, g: _gemm.GemmType, *, x_load: str,
     if not depthwise:
         kernel.scratch["pack"] = _gemm.pack_bytes(g, mg, size_out if direct else width, kk,
                                                   few_rows_unpacked=packed is None, target=k.target)
+    return kernel
+
+
+def _prologue_direct(k: KernelContext, checks: Sequence[dict[str, str]], epilogue: dict[str, Any],
+                     prologue: dict[str, Any]) -> Kernel:
+    """The ``c/conv_prologue.c.j2`` kernel: a float32 1x1 Conv (one group, stride 1, no padding)
+    of act(X * scale + shift), per input channel, with the scale, shift and ReLU applied as the
+    GEMM packs X (onnxc_gather), so that the activated input is never stored."""
+    x, w, y = k.input(0), k.input(1), k.out
+    n, c, m = x.dims[0], x.dims[1], w.dims[0]
+    size = cexpr.prod(x.dims[2:])
+    mr = k.target.gemm_mr
+    weights = np.asarray(w.value, np.float32).reshape(w.dims[0], -1)
+    data = {"checks": list(checks), "N": cexpr.lit(n), "C": cexpr.lit(c), "M": cexpr.lit(m),
+            "SIZE": cexpr.lit(size), "x_ptr": x.name, "y_ptr": y.name,
+            "bias_ptr": k.input(2).name if k.has_input(2) else "NULL",
+            "packed": k.constant("W_packed", _gemm.pack_rows(weights, mr)), "epi": epilogue,
+            "residual": epilogue["residual"], "scale": prologue["scale"], "shift": prologue["shift"],
+            "relu": prologue["relu"]}
+    kernel = k.kernel("c/conv_prologue.c.j2", helpers=(_gemm.HELPER,), **data)
+    kernel.scratch["pack"] = _gemm.pack_bytes(_gemm.FLOAT, m, size, c, few_rows_unpacked=False, target=k.target)
     return kernel
 
 

@@ -229,6 +229,86 @@ def fuse_conv_epilogue(graph: Graph) -> None:
     graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead or n in replaced]
 
 
+def fuse_conv_prologue(graph: Graph) -> None:
+    """[Mul by | Add of a constant per channel]... -> Relu -> a float32 1x1 Conv (or FusedConv)
+    of one group, stride 1, no padding, constant weights, each step's result read only by the
+    next: the Conv reads the first step's input and applies X * S + T and the ReLU itself, as
+    its GEMM packs X (a FusedConv with a prologue), so the activated tensor is never stored.
+    DenseNet's BatchNormalization and ReLU before each 1x1 convolution run over the Concat of
+    every earlier layer's output: a pass over a growing tensor written and read again per layer."""
+    consumers = graph.consumers()
+    outputs = set(graph.outputs)
+    replaced: dict[Node, Node] = {}
+    dead: set[Node] = set()
+    for conv in graph.nodes:
+        if (conv.op_type, conv.domain) not in (("Conv", ""), ("FusedConv", _fused.DOMAIN)) or conv in dead \
+                or conv.input(4) is not None or not _pointwise_conv(conv):
+            continue
+        x = conv.inputs[0]
+        relu = x.producer
+        if relu is None or relu.op_type != "Relu" or relu.domain or relu in dead \
+                or _sole_reader(x, consumers, outputs) is not conv:
+            continue
+        c = x.shape[1]
+        scale, shift = np.ones(c), np.zeros(c)
+        chain, v = [relu], relu.inputs[0]
+        # back from the Relu through Mul and Add of per-channel constants (composed in float64:
+        # the Relu reads scale * v + shift of the step's output v = src * a, or src + a)
+        while True:
+            op = v.producer
+            if op is None or op.op_type not in ("Mul", "Add") or op.domain or op in dead or len(op.inputs) != 2 \
+                    or _sole_reader(v, consumers, outputs) is not chain[-1]:
+                break
+            src, const = (op.inputs[0], op.inputs[1]) if op.inputs[1].const is not None else (op.inputs[1], op.inputs[0])
+            values = _per_channel(const, v, c)
+            if src.const is not None or values is None or not np.all(np.isfinite(values)) \
+                    or src.dtype is not dt.FLOAT or tuple(src.shape or ()) != tuple(x.shape):
+                break
+            if op.op_type == "Mul":
+                scale = scale * values
+            else:
+                shift = shift + scale * values
+            chain.append(op)
+            v = src
+        if tuple(v.shape or ()) != tuple(x.shape) or v.dtype is not dt.FLOAT:
+            continue
+        s_value = graph.new_value(conv.name + "_prologue_scale", dt.FLOAT, (c, 1, 1),
+                                  scale.astype(np.float32).reshape(c, 1, 1))
+        t_value = graph.new_value(conv.name + "_prologue_shift", dt.FLOAT, (c, 1, 1),
+                                  shift.astype(np.float32).reshape(c, 1, 1))
+        attrs = dict(conv.attrs)
+        attrs.setdefault("activation", "")
+        attrs.setdefault("activation_params", ())
+        attrs["prologue"] = "Relu"
+        inputs = (list(conv.inputs) + [None, None, None])[:4]
+        inputs[0] = v
+        memo = dict(conv.memo) if conv.op_type == "FusedConv" else {"fused": _described([conv])}
+        memo["fused"] = _described(list(reversed(chain))) + " -> " + memo["fused"]
+        fused = Node("FusedConv", _fused.DOMAIN, conv.name, inputs + [s_value, t_value], list(conv.outputs), attrs,
+                     opset=1, impl=FusedConv(), version=1, memo=memo)
+        for out in conv.outputs:
+            out.producer = fused
+        replaced[conv] = fused
+        dead.update(chain)
+    graph.nodes = [replaced.get(n, n) for n in graph.nodes if n not in dead]
+
+
+def _pointwise_conv(conv: Node) -> bool:
+    """A float32 2-D Conv whose GEMM reads X as it is: 1x1, one group, stride 1, no padding,
+    constant weights (and bias), static channels."""
+    x, w, y = conv.inputs[0], conv.input(1), conv.outputs[0]
+    b = conv.input(2)
+    if x.dtype is not dt.FLOAT or y.dtype is not dt.FLOAT or x.shape is None or len(x.shape) != 4 \
+            or not isinstance(x.shape[1], int) or w is None or w.const is None or w.const.ndim != 4 \
+            or (b is not None and b.const is None):
+        return False
+    a = conv.attrs
+    return tuple(w.const.shape[2:]) == (1, 1) and a.get("group", 1) == 1 \
+        and all(v == 1 for v in a.get("strides", (1, 1))) and all(v == 0 for v in a.get("pads", (0, 0, 0, 0))) \
+        and a.get("auto_pad", "NOTSET") in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER") \
+        and int(w.const.shape[1]) == x.shape[1]
+
+
 def fuse_attention(graph: Graph) -> None:
     """MatMul(Q, K) -> [Mul or Div by a constant scalar] -> [Add of a mask that broadcasts to the
     scores] -> Softmax over the last axis -> MatMul(., V), all float32, Q, K and V of one rank

@@ -75,8 +75,8 @@ def _conv_input(node: Node) -> Optional[str]:
     if node.op_type not in ("Conv", "FusedConv") or node.domain != ("" if node.op_type == "Conv" else "onnxc"):
         return None
     w = node.input(1)
-    if not _static_float(node) or w is None or w.const is None or w.const.ndim != 4:
-        return None
+    if not _static_float(node) or w is None or w.const is None or w.const.ndim != 4 or node.input(4) is not None:
+        return None   # (a prologue's kernel reads X in NCHW)
     x, y = node.inputs[0], node.outputs[0]
     b = node.input(2)
     if b is not None and b.const is None:

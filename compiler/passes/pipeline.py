@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from ..ir import Graph
-from .fuse import (fold_batch_norm, fold_conv_scale_shift, fuse_attention, fuse_conv_epilogue, fuse_elementwise,
-                   fuse_matmul_epilogue, scale_shift_batch_norm)
+from .fuse import (fold_batch_norm, fold_conv_scale_shift, fuse_attention, fuse_conv_epilogue, fuse_conv_prologue,
+                   fuse_elementwise, fuse_matmul_epilogue, scale_shift_batch_norm)
 from .infer import fold_constants, infer_shapes
 from .layout import blocked_conv_layout
 from .quantized import fuse_qdq
@@ -33,6 +33,7 @@ PIPELINE: list[tuple[str, Pass, int]] = [
     ("split_padding_regions", split_padding_regions, 1),
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_conv_epilogue", fuse_conv_epilogue, 2),
+    ("fuse_conv_prologue", fuse_conv_prologue, 99),   # (its kernel needs the weights packed: level 99)
     ("fuse_matmul_epilogue", fuse_matmul_epilogue, 2),
     ("fuse_attention", fuse_attention, 2),
     ("fuse_elementwise", fuse_elementwise, 2),
@@ -60,6 +61,7 @@ LOWERINGS: dict[str, int] = {
 TARGETS: dict[str, tuple[str, ...]] = {
     "fuse_qdq": ("c", "native"),
     "fuse_attention": ("native",),   # (its kernel calls the host's float32 GEMM)
+    "fuse_conv_prologue": ("native",),   # (the host's GEMM packs X with the prologue applied)
     "blocked_conv_layout": ("native",),   # (its kernel is the host's SIMD; CUDA keeps NCHW)
 }
 
