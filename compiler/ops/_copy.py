@@ -21,7 +21,7 @@ class Copy(OpDef):
             checks.append({"cond": f"{cexpr.lit(x.numel)} != {cexpr.lit(y.numel)}",
                            "msg": c_string(f"{node.op_type}: input and output element counts differ")})
         return k.kernel("c/copy.c.j2", src=x.name, dst=y.name, ctype=y.ctype, count=cexpr.lit(y.numel),
-                        checks=checks)
+                        checks=checks, threads=k.target.threads)
 
     def checks(self, node: Node, k: KernelContext) -> list[dict[str, str]]:
         """Run-time conditions (C) that make the copy invalid, with their messages."""

@@ -480,11 +480,33 @@ def test_gather_elements_of_constants_folds_past_32_positions(axis, data_shape, 
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+def test_a_reshape_of_a_tensor_others_read_copies_it_one_part_per_thread(threads):
+    """A Reshape whose input another node also reads cannot be planned over it and copies it:
+    with threads, one contiguous part each (a copy over the threshold; 102400 floats here)."""
+    x = np.random.default_rng(6).standard_normal([1, 64, 40, 40]).astype(np.float32)
+    shape = numpy_helper.from_array(np.array([1, 4, 16, 1600], np.int64), "shape")
+    model = make_model([_node("Relu", ["x"], ["r"]), _node("Reshape", ["r", "shape"], ["y"]), _node("Neg", ["r"], ["z"])],
+                       [("x", TP.FLOAT, list(x.shape))], [("y", TP.FLOAT, [1, 4, 16, 1600]), ("z", TP.FLOAT, list(x.shape))],
+                       initializers=[shape])
+    so = onnxc.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.add_session_config_entry("session.onnxc.min_threaded_work", "0")
+    session = onnxc.InferenceSession(model.SerializeToString(), so)
+    with open(os.path.join(session.artifact_dir, "model.c"), encoding="utf-8") as f:
+        assert ("one contiguous part per thread" in f.read()) == (threads > 1)
+    for _ in range(2):
+        y, z = session.run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.maximum(x, 0).reshape(1, 4, 16, 1600))
+        np.testing.assert_array_equal(z, -np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape, perm, tiles", [
     ([1, 224, 224, 3], [0, 3, 1, 2], True),    # NHWC to NCHW: 50176 x 3 matrices transposed
     ([2, 40, 36, 5], [0, 3, 1, 2], True),      # a batch of them
     ([300, 257], [1, 0], True),                # tiles of 32 columns x 128 rows, partial at both edges
     ([4, 33, 65], [0, 2, 1], True),
+    ([1, 36, 16, 196], [0, 1, 3, 2], True),    # a blocked layout's reorder: 36 matrices of one tile row each
     ([1, 3, 64, 64], [0, 2, 3, 1], False),     # 3 source rows: walked in the destination's order
     ([2, 3, 4, 5], [0, 2, 1, 3], False),       # rows of 5: copied row by row
 ])
