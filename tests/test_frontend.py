@@ -53,6 +53,35 @@ def test_every_unsupported_op_is_listed_in_one_error():
     assert "custom::OtherOp (opset 1): nodes 'third'" in text
 
 
+def test_the_op_registry_loads_whole_before_any_thread_looks_an_op_up():
+    """The first lookup imports every op module. A second thread looking an op up meanwhile (a
+    session's background build for its fed shapes, another thread's session) waits for the
+    whole registry: it had found half of it, and refused Mul and Relu as unsupported. In a
+    fresh interpreter, each op module's import made slow so that the second thread comes while
+    the first is still loading."""
+    import subprocess
+    import sys
+    code = """
+import importlib, threading, time
+real = importlib.import_module
+def slow(name, *a, **k):
+    if name.startswith("onnxc.compiler.ops."):
+        time.sleep(0.002)
+    return real(name, *a, **k)
+importlib.import_module = slow
+from onnxc.compiler.ops import registry
+first = threading.Thread(target=registry.lookup, args=("", "Conv", 11))
+first.start()
+time.sleep(0.05)
+found = [registry.lookup("", op, 11) is not None for op in ("Mul", "Relu", "Softmax", "Where")]
+first.join()
+print(found)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[True, True, True, True]"
+
+
 def test_op_outside_its_supported_opsets_is_reported():
     # Relu is registered from opset 1; a domain without an opset import is unsupported
     m = make_model([helper.make_node("Foo", ["x"], ["y"], domain="nowhere")], [("x", T.FLOAT, [2])],

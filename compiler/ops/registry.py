@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import importlib
 import pkgutil
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
@@ -67,19 +68,28 @@ def supported_ops() -> list[tuple[str, str, int, int]]:
 
 
 _loaded = False
+_loading = threading.RLock()
 
 
 def _load_all() -> None:
-    """Import every module of this package once, so their decorators run."""
+    """Import every module of this package once, so their decorators run. Under a lock, and
+    marked loaded only when every module is in: a session's background build for the shapes
+    it was fed (runtime/specialise.py), or another thread's session, may look an op up while
+    the first lookup is still importing (it found half of the registry: "the model uses
+    operators onnxc does not support", for Mul and Relu). (Re-entrant: an op module's import
+    may look up another op.)"""
     global _loaded
     if _loaded:
         return
-    _loaded = True
-    from . import __name__ as ops_name
-    from . import __path__ as ops_path
-    for info in pkgutil.iter_modules(ops_path):
-        if not info.name.startswith("_") and info.name != "registry":
-            importlib.import_module(f"{ops_name}.{info.name}")
+    with _loading:
+        if _loaded:
+            return
+        from . import __name__ as ops_name
+        from . import __path__ as ops_path
+        for info in pkgutil.iter_modules(ops_path):
+            if not info.name.startswith("_") and info.name != "registry":
+                importlib.import_module(f"{ops_name}.{info.name}")
+        _loaded = True
 
 
 @dataclass
