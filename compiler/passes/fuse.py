@@ -294,8 +294,9 @@ def fuse_conv_prologue(graph: Graph) -> None:
 
 
 def _pointwise_conv(conv: Node) -> bool:
-    """A float32 2-D Conv whose GEMM reads X as it is: 1x1, one group, stride 1, no padding,
-    constant weights (and bias), static channels."""
+    """A float32 2-D Conv whose GEMM reads X as it is: 1x1, one group, stride 1, no padding
+    (any auto_pad pads a 1x1 kernel of stride 1 by nothing), constant weights (and bias),
+    static channels."""
     x, w, y = conv.inputs[0], conv.input(1), conv.outputs[0]
     b = conv.input(2)
     if x.dtype is not dt.FLOAT or y.dtype is not dt.FLOAT or x.shape is None or len(x.shape) != 4 \
@@ -304,9 +305,7 @@ def _pointwise_conv(conv: Node) -> bool:
         return False
     a = conv.attrs
     return tuple(w.const.shape[2:]) == (1, 1) and a.get("group", 1) == 1 \
-        and all(v == 1 for v in a.get("strides", (1, 1))) and all(v == 0 for v in a.get("pads", (0, 0, 0, 0))) \
-        and a.get("auto_pad", "NOTSET") in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER") \
-        and int(w.const.shape[1]) == x.shape[1]
+        and all(v == 1 for v in a.get("strides", (1, 1))) and all(v == 0 for v in a.get("pads", (0, 0, 0, 0)))
 
 
 def fuse_attention(graph: Graph) -> None:
